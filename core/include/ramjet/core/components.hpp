@@ -1,0 +1,78 @@
+// Host-side owners of component instances. Each holds its library open, creates the instance from its JSON
+// configuration, destroys it exactly once, and turns every failing status into a C++ exception for the core.
+#pragma once
+
+#include "ramjet/core/example.hpp"
+#include "ramjet/core/host_api.hpp"
+#include "ramjet/core/plugin_registry.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+namespace ramjet::core {
+
+struct CreateArgs {
+  nlohmann::json config = nlohmann::json::object();
+  std::filesystem::path base_dir;  // relative paths in the config are resolved against it
+  std::string where;               // "file.json#/data/train/source" for messages
+  uint64_t seed = 0;
+  uint32_t num_threads = 0;
+};
+
+// Throws InvalidInput for statuses that describe bad input (arguments, data, i/o, unsupported requests) and
+// RuntimeFailure for the rest, with `what` and the plugin's message.
+void throw_on_error(ramjet_status status, const ramjet_error& error, const std::string& what);
+
+class ComponentInstance {
+ public:
+  ComponentInstance(ComponentRef ref, const CreateArgs& args);
+  ComponentInstance(ComponentInstance&& other) noexcept;
+  ComponentInstance& operator=(ComponentInstance&&) = delete;
+  ComponentInstance(const ComponentInstance&) = delete;
+  ~ComponentInstance();
+
+  const ComponentRef& ref() const { return ref_; }
+  const std::string& where() const { return where_; }
+  void* self() const { return self_; }
+  // The library as an untyped keep-alive handle for examples whose tensors it may have produced.
+  std::shared_ptr<const void> library_handle() const { return ref_.library; }
+
+ protected:
+  template <class VTable>
+  const VTable& vt() const { return ref_.vtable<VTable>(); }
+  // Is `slot` inside the struct the plugin actually built (struct_size) and non-null?
+  template <class VTable, class Slot>
+  bool has_slot(Slot VTable::*member) const {
+    const VTable& v = vt<VTable>();
+    const size_t end = reinterpret_cast<const char*>(&(v.*member)) - reinterpret_cast<const char*>(&v) + sizeof(Slot);
+    return v.struct_size >= end && v.*member != nullptr;
+  }
+  std::string what(const char* operation) const;
+
+  ComponentRef ref_;
+  std::string where_;
+  void* self_ = nullptr;
+};
+
+class DataSource : public ComponentInstance {
+ public:
+  using ComponentInstance::ComponentInstance;
+  int64_t cardinality() const;  // -1 for sequential sources
+  bool random_access() const;
+  std::optional<nlohmann::json> element_spec() const;
+  void get(int64_t index, Example& out) const;  // thread-safe when the source is random-access
+  bool next(Example& out);                      // false at the end of a sequential source
+  void reset(uint64_t epoch);
+};
+
+class Transform : public ComponentInstance {
+ public:
+  using ComponentInstance::ComponentInstance;
+  void apply(Example& example, uint64_t seed) const;  // thread-safe
+};
+
+}  // namespace ramjet::core

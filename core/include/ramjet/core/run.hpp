@@ -1,0 +1,24 @@
+// `ramjet run`: builds each input pipeline of a validated manifest, drives it to the end, and reports what
+// flowed through it.
+#pragma once
+
+#include "ramjet/core/pipeline_manifest.hpp"
+#include "ramjet/core/plugin_registry.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <iosfwd>
+
+namespace ramjet::core {
+
+struct RunOptions {
+  std::ostream* progress = nullptr;  // human-readable lines; null for none
+};
+
+// Returns the JSON report. Throws InvalidInput / RuntimeFailure.
+nlohmann::json run_pipeline(const PipelineManifest& manifest, PluginRegistry& registry, const RunOptions& options);
+
+// Writes `text` to `path` atomically: a temporary file in the same directory, fsync, rename.
+void write_file_atomically(const std::filesystem::path& path, const std::string& text);
+
+}  // namespace ramjet::core

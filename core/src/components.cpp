@@ -1,0 +1,112 @@
+#include "ramjet/core/components.hpp"
+
+#include "ramjet/core/failure.hpp"
+
+#include <utility>
+
+namespace ramjet::core {
+
+void throw_on_error(ramjet_status status, const ramjet_error& error, const std::string& what) {
+  if (status == RAMJET_OK) return;
+  std::string message = what + ": " + (error.message.empty() ? describe_status(status) + " without a message"
+                                                             : error.message);
+  switch (status) {
+    case RAMJET_ERR_INVALID_ARGUMENT:
+    case RAMJET_ERR_OUT_OF_RANGE:
+    case RAMJET_ERR_UNSUPPORTED:
+    case RAMJET_ERR_IO:
+    case RAMJET_ERR_CORRUPT_DATA:
+      throw InvalidInput(message);
+    default:
+      throw RuntimeFailure(message);
+  }
+}
+
+namespace {
+struct VTableHead {
+  uint32_t struct_size;
+  uint32_t abi_version;
+  ramjet_status (*create)(const ramjet_create_info*, void**, ramjet_error*);
+  void (*destroy)(void*);
+};
+}  // namespace
+
+ComponentInstance::ComponentInstance(ComponentRef ref, const CreateArgs& args)
+    : ref_(std::move(ref)), where_(args.where) {
+  const auto& head = ref_.vtable<VTableHead>();
+  const std::string config = args.config.dump();
+  const std::string base_dir = args.base_dir.string();
+  ramjet_create_info info{sizeof(ramjet_create_info), RAMJET_ABI_VERSION, config.c_str(), base_dir.c_str(),
+                          where_.c_str(), args.seed, args.num_threads, 0};
+  ramjet_error error;
+  ramjet_status status = head.create(&info, &self_, &error);
+  if (status == RAMJET_OK && self_ == nullptr) {
+    status = RAMJET_ERR_INTERNAL;
+    error.message = "create() succeeded but returned no instance";
+  }
+  throw_on_error(status, error, ref_.label() + " at " + where_);
+}
+
+ComponentInstance::ComponentInstance(ComponentInstance&& other) noexcept
+    : ref_(std::move(other.ref_)), where_(std::move(other.where_)), self_(std::exchange(other.self_, nullptr)) {}
+
+ComponentInstance::~ComponentInstance() {
+  if (self_ != nullptr) ref_.vtable<VTableHead>().destroy(self_);
+}
+
+std::string ComponentInstance::what(const char* operation) const {
+  return ref_.label() + " at " + where_ + ": " + operation;
+}
+
+int64_t DataSource::cardinality() const {
+  ramjet_error error;
+  int64_t n = -1;
+  throw_on_error(vt<ramjet_data_source_vtable>().cardinality(self_, &n, &error), error, what("cardinality"));
+  return n;
+}
+
+bool DataSource::random_access() const { return has_slot(&ramjet_data_source_vtable::get); }
+
+std::optional<nlohmann::json> DataSource::element_spec() const {
+  if (!has_slot(&ramjet_data_source_vtable::element_spec)) return std::nullopt;
+  ramjet_error error;
+  ramjet_buffer buffer;
+  throw_on_error(vt<ramjet_data_source_vtable>().element_spec(self_, &buffer, &error), error, what("element_spec"));
+  try {
+    return nlohmann::json::parse(buffer.bytes);
+  } catch (const std::exception& e) {
+    throw RuntimeFailure(what("element_spec") + ": returned invalid JSON: " + e.what());
+  }
+}
+
+void DataSource::get(int64_t index, Example& out) const {
+  if (!random_access()) throw RuntimeFailure(what("get") + ": the source is sequential");
+  out.keep_alive(library_handle());
+  ramjet_error error;
+  ramjet_status status = vt<ramjet_data_source_vtable>().get(self_, index, &out, &error);
+  if (status != RAMJET_OK) throw_on_error(status, error, what("get") + " element " + std::to_string(index));
+}
+
+bool DataSource::next(Example& out) {
+  if (!has_slot(&ramjet_data_source_vtable::next)) throw RuntimeFailure(what("next") + ": the source has no next()");
+  out.keep_alive(library_handle());
+  ramjet_error error;
+  int32_t has = 0;
+  throw_on_error(vt<ramjet_data_source_vtable>().next(self_, &out, &has, &error), error, what("next"));
+  return has != 0;
+}
+
+void DataSource::reset(uint64_t epoch) {
+  if (!has_slot(&ramjet_data_source_vtable::reset)) return;
+  ramjet_error error;
+  throw_on_error(vt<ramjet_data_source_vtable>().reset(self_, epoch, &error), error, what("reset"));
+}
+
+void Transform::apply(Example& example, uint64_t seed) const {
+  example.keep_alive(library_handle());
+  ramjet_error error;
+  ramjet_status status = vt<ramjet_transform_vtable>().apply(self_, &example, seed, &error);
+  if (status != RAMJET_OK) throw_on_error(status, error, what("apply"));
+}
+
+}  // namespace ramjet::core

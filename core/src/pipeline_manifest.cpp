@@ -1,0 +1,157 @@
+#include "ramjet/core/pipeline_manifest.hpp"
+
+#include "ramjet/core/failure.hpp"
+#include "ramjet/core/plugin_registry.hpp"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace ramjet::core {
+namespace {
+
+using nlohmann::json;
+
+std::string escape_token(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
+
+class Validator {
+ public:
+  Validator(const PluginRegistry& registry, std::vector<Problem>& problems)
+      : registry_(registry), problems_(problems) {}
+
+  void root(const json& doc) {
+    if (!doc.is_object()) return add("", std::string("the manifest must be a JSON object, got ") + doc.type_name());
+    for (const auto& [key, value] : doc.items()) {
+      const std::string p = "/" + escape_token(key);
+      if (key == "data") data(value, p);
+      else if (key == "seed") non_negative_integer(value, p);
+      else if (key == "model" || key == "train" || key == "export")
+        add(p, "the '" + key + "' section is not supported by this version of ramjet yet");
+      else add(p, "unknown field (expected data, seed)");
+    }
+    if (!doc.contains("data")) add("/data", "required section is missing");
+  }
+
+ private:
+  void add(std::string pointer, std::string message) { problems_.push_back({std::move(pointer), std::move(message)}); }
+
+  bool object(const json& v, const std::string& p) {
+    if (v.is_object()) return true;
+    add(p, std::string("must be an object, got ") + v.type_name());
+    return false;
+  }
+  void positive_integer(const json& v, const std::string& p) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 1) add(p, "must be a positive integer, got " + v.dump());
+  }
+  void non_negative_integer(const json& v, const std::string& p) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0) add(p, "must be a non-negative integer, got " + v.dump());
+  }
+
+  void data(const json& v, const std::string& p) {
+    if (!object(v, p)) return;
+    if (v.empty()) add(p, "must name at least one pipeline (train, eval)");
+    for (const auto& [key, value] : v.items()) {
+      const std::string sub = p + "/" + escape_token(key);
+      if (key == "train" || key == "eval") pipeline(value, sub);
+      else add(sub, "unknown pipeline (expected train, eval)");
+    }
+  }
+
+  void pipeline(const json& v, const std::string& p) {
+    if (!object(v, p)) return;
+    for (const auto& [key, value] : v.items()) {
+      const std::string sub = p + "/" + escape_token(key);
+      if (key == "source") component(value, sub, RAMJET_KIND_DATA_SOURCE);
+      else if (key == "map") {
+        if (!value.is_array()) {
+          add(sub, std::string("must be an array of transforms, got ") + value.type_name());
+          continue;
+        }
+        for (size_t i = 0; i < value.size(); ++i)
+          component(value[i], sub + "/" + std::to_string(i), RAMJET_KIND_TRANSFORM);
+      } else if (key == "batch" || key == "epochs") positive_integer(value, sub);
+      else if (key == "take") non_negative_integer(value, sub);
+      else if (key == "drop_remainder") {
+        if (!value.is_boolean()) add(sub, std::string("must be true or false, got ") + value.dump());
+      } else add(sub, "unknown field (expected source, map, batch, drop_remainder, epochs, take)");
+    }
+    if (!v.contains("source")) add(p + "/source", "required field is missing");
+  }
+
+  void component(const json& v, const std::string& p, ramjet_component_kind kind) {
+    if (!object(v, p)) return;
+    auto type = v.find("type");
+    if (type == v.end()) return add(p + "/type", "required field is missing");
+    if (!type->is_string()) return add(p + "/type", std::string("must be a string, got ") + type->type_name());
+    const std::string name = type->get<std::string>();
+    if (registry_.provider(kind, name) == nullptr) {
+      std::string list;
+      for (const auto& n : registry_.available(kind)) list += (list.empty() ? "" : ", ") + n;
+      add(p + "/type", "no plugin provides " + std::string(kind_name(kind)) + " '" + name +
+                           "' (available: " + (list.empty() ? "none" : list) + ")");
+    }
+  }
+
+  const PluginRegistry& registry_;
+  std::vector<Problem>& problems_;
+};
+
+}  // namespace
+
+PipelineManifest load_pipeline_manifest(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InvalidInput(path.string() + ": cannot open the manifest file");
+  PipelineManifest m;
+  m.path = path;
+  try {
+    m.doc = json::parse(in);
+  } catch (const json::parse_error& e) {
+    // nlohmann's message carries line and column; the byte offset is the place a tool can jump to.
+    throw InvalidInput(path.string() + ": not valid JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  }
+  return m;
+}
+
+void apply_override(PipelineManifest& manifest, const std::string& assignment) {
+  auto eq = assignment.find('=');
+  if (assignment.empty() || assignment[0] != '/' || eq == std::string::npos)
+    throw InvalidInput("--set '" + assignment + "': expected POINTER=VALUE, e.g. --set /data/train/batch=64");
+  const std::string pointer = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  json value;
+  try {
+    value = json::parse(text);
+  } catch (const json::parse_error&) {
+    value = text;  // a bare word such as mixed_bfloat16
+  }
+  try {
+    manifest.doc[json::json_pointer(pointer)] = value;
+  } catch (const json::exception& e) {
+    throw InvalidInput("--set '" + assignment + "': cannot set " + manifest.where(pointer) + ": " + e.what());
+  }
+}
+
+std::vector<Problem> validate_pipeline_manifest(const PipelineManifest& manifest, const PluginRegistry& registry) {
+  std::vector<Problem> problems;
+  Validator(registry, problems).root(manifest.doc);
+  return problems;
+}
+
+void require_valid(const PipelineManifest& manifest, const PluginRegistry& registry) {
+  auto problems = validate_pipeline_manifest(manifest, registry);
+  if (problems.empty()) return;
+  std::string text = std::to_string(problems.size()) + (problems.size() == 1 ? " problem" : " problems") + " in " +
+                     manifest.path.string() + ":";
+  for (const auto& p : problems) text += "\n  " + manifest.where(p.pointer) + ": " + p.message;
+  throw InvalidInput(text);
+}
+
+}  // namespace ramjet::core

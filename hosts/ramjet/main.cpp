@@ -1,0 +1,157 @@
+// The `ramjet` command: parses the command line, calls the core, prints. Nothing else lives here.
+//   ramjet plugins [--json] [--load]
+//   ramjet validate MANIFEST [--set POINTER=VALUE]...
+//   ramjet run MANIFEST [--report FILE] [--set POINTER=VALUE]... [--quiet]
+// Exit codes: 0 success, 2 bad usage or invalid input, 1 runtime failure.
+#include "ramjet/core/failure.hpp"
+#include "ramjet/core/log.hpp"
+#include "ramjet/core/pipeline_manifest.hpp"
+#include "ramjet/core/plugin_listing.hpp"
+#include "ramjet/core/plugin_registry.hpp"
+#include "ramjet/core/run.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#ifndef RAMJET_VERSION
+#define RAMJET_VERSION "0.0.0"
+#endif
+
+namespace po = boost::program_options;
+using namespace ramjet::core;
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitRuntime = 1;
+constexpr int kExitUsage = 2;
+
+const char* kUsage =
+    "usage: ramjet [--help] [--version] COMMAND [ARGS]\n"
+    "\n"
+    "commands:\n"
+    "  plugins [--json] [--load]                     list plugins found on the search path and why any was skipped\n"
+    "  validate MANIFEST [--set P=V]...              check a pipeline manifest; report every problem\n"
+    "  run MANIFEST [--report FILE] [--set P=V]...   run a pipeline manifest\n"
+    "\n"
+    "environment: RAMJET_PLUGIN_PATH, RAMJET_PLUGINS_SELECT, RAMJET_PLUGINS_DISABLE, RAMJET_LOADER_DEBUG=1\n"
+    "exit codes: 0 success, 2 bad usage or invalid input, 1 runtime failure\n";
+
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& options,
+                        const po::positional_options_description& positional) {
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(options).positional(positional).run(), vm);
+  po::notify(vm);
+  return vm;
+}
+
+int command_plugins(const std::vector<std::string>& args) {
+  po::options_description options("ramjet plugins");
+  options.add_options()("help,h", "show this help")("json", "print JSON")(
+      "load", "load every usable plugin and report failures");
+  auto vm = parse(args, options, {});
+  if (vm.count("help")) {
+    std::cout << options;
+    return kExitOk;
+  }
+  PluginRegistry registry(discovery_options_from_environment());
+  nlohmann::json listing = list_plugins(registry, vm.count("load") > 0);
+  if (vm.count("json")) std::cout << listing.dump(2) << "\n";
+  else print_plugin_listing(listing, std::cout);
+  return listing_has_load_failures(listing) ? kExitRuntime : kExitOk;
+}
+
+PipelineManifest manifest_from(const po::variables_map& vm) {
+  if (!vm.count("manifest")) throw po::error("missing MANIFEST");
+  PipelineManifest manifest = load_pipeline_manifest(vm["manifest"].as<std::string>());
+  if (vm.count("set"))
+    for (const auto& assignment : vm["set"].as<std::vector<std::string>>()) apply_override(manifest, assignment);
+  return manifest;
+}
+
+int command_validate(const std::vector<std::string>& args) {
+  po::options_description options("ramjet validate MANIFEST");
+  options.add_options()("help,h", "show this help")("manifest", po::value<std::string>(), "pipeline manifest")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a field: POINTER=VALUE");
+  po::positional_options_description positional;
+  positional.add("manifest", 1);
+  auto vm = parse(args, options, positional);
+  if (vm.count("help")) {
+    std::cout << options;
+    return kExitOk;
+  }
+  PipelineManifest manifest = manifest_from(vm);
+  PluginRegistry registry(discovery_options_from_environment());
+  require_valid(manifest, registry);
+  std::cout << manifest.path.string() << ": valid\n";
+  return kExitOk;
+}
+
+int command_run(const std::vector<std::string>& args) {
+  po::options_description options("ramjet run MANIFEST");
+  options.add_options()("help,h", "show this help")("manifest", po::value<std::string>(), "pipeline manifest")(
+      "report", po::value<std::string>(), "write a JSON report to FILE")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a field: POINTER=VALUE")(
+      "quiet,q", "print nothing but errors");
+  po::positional_options_description positional;
+  positional.add("manifest", 1);
+  auto vm = parse(args, options, positional);
+  if (vm.count("help")) {
+    std::cout << options;
+    return kExitOk;
+  }
+  PipelineManifest manifest = manifest_from(vm);
+  PluginRegistry registry(discovery_options_from_environment());
+  RunOptions run_options;
+  if (!vm.count("quiet")) run_options.progress = &std::cout;
+  nlohmann::json report = run_pipeline(manifest, registry, run_options);
+  report["ramjet_version"] = RAMJET_VERSION;
+  if (vm.count("report")) write_file_atomically(vm["report"].as<std::string>(), report.dump(2) + "\n");
+  return kExitOk;
+}
+
+int dispatch(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  const std::string command = args.front();
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << kUsage;
+    return kExitOk;
+  }
+  if (command == "--version") {
+    std::cout << "ramjet " << RAMJET_VERSION << " (plugin ABI " << RAMJET_ABI_VERSION << ")\n";
+    return kExitOk;
+  }
+  if (command == "plugins") return command_plugins(rest);
+  if (command == "validate") return command_validate(rest);
+  if (command == "run") return command_run(rest);
+  std::cerr << "ramjet: unknown command '" << command << "'\n" << kUsage;
+  return kExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const po::error& e) {
+    std::cerr << "ramjet: " << e.what() << "\n(see `ramjet --help`)\n";
+    return kExitUsage;
+  } catch (const InvalidInput& e) {
+    std::cerr << "ramjet: error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "ramjet: failed: " << e.what() << "\n";
+    return kExitRuntime;
+  } catch (...) {
+    std::cerr << "ramjet: failed: unknown error\n";
+    return kExitRuntime;
+  }
+}

@@ -1,0 +1,73 @@
+#include "idx_source.hpp"
+
+#include <cstring>
+
+namespace stock_sources {
+namespace {
+
+int64_t label_at(const IdxFile& f, int64_t i) {
+  const uint8_t* p = f.item(i);
+  switch (f.dtype.code) {
+    case kDLUInt: return *p;
+    case kDLInt:
+      if (f.dtype.bits == 8) return static_cast<int8_t>(*p);
+      if (f.dtype.bits == 16) { int16_t v; std::memcpy(&v, p, 2); return v; }
+      { int32_t v; std::memcpy(&v, p, 4); return v; }
+    default: return -1;
+  }
+}
+
+}  // namespace
+
+IdxSource::IdxSource(const ramjet::Config& config)
+    : images_(read_idx(config.path("images"))),
+      image_key_(config.get_or<std::string>("image_key", "image")),
+      label_key_(config.get_or<std::string>("label_key", "label")) {
+  image_shape_.assign(images_.dims.begin() + 1, images_.dims.end());
+  if (image_shape_.size() == 2) image_shape_.push_back(1);  // [H, W] -> [H, W, 1], as Keras expects
+
+  if (!config.has("labels")) return;
+  labels_ = read_idx(config.path("labels"));
+  const IdxFile& labels = *labels_;
+  const std::string name = labels.path.string();
+  if (labels.dims.size() != 1 || labels.dtype.code == kDLFloat)
+    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, name + ": labels must be a 1-D integer IDX file");
+  if (labels.dims[0] != images_.dims[0])
+    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, name + ": holds " + std::to_string(labels.dims[0]) + " labels but " +
+                                                     images_.path.string() + " holds " +
+                                                     std::to_string(images_.dims[0]) + " images");
+  const int64_t num_classes = config.get_or<int64_t>("num_classes", -1);
+  if (num_classes == 0 || num_classes < -1)
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("num_classes") + ": must be a positive integer");
+  for (int64_t i = 0; i < labels.dims[0]; ++i) {
+    const int64_t label = label_at(labels, i);
+    if (label < 0 || (num_classes > 0 && label >= num_classes))
+      throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA,
+                          name + ": label " + std::to_string(label) + " of element " + std::to_string(i) +
+                              " (byte " + std::to_string(labels.data_offset + static_cast<size_t>(i) * labels.item_bytes) +
+                              ") is outside [0, " + (num_classes > 0 ? std::to_string(num_classes) : "inf") + ")");
+  }
+}
+
+nlohmann::json IdxSource::element_spec() const {
+  nlohmann::json spec;
+  spec[image_key_] = {{"dtype", ramjet::dtype_name(images_.dtype)}, {"shape", image_shape_}};
+  if (labels_) spec[label_key_] = {{"dtype", "int32"}, {"shape", nlohmann::json::array()}};
+  return spec;
+}
+
+void IdxSource::get(int64_t index, ramjet::Example& out) const {
+  if (index < 0 || index >= cardinality())
+    throw ramjet::Error(RAMJET_ERR_OUT_OF_RANGE, "idx: element " + std::to_string(index) + " is outside [0, " +
+                                                     std::to_string(cardinality()) + ")");
+  ramjet::Tensor image = ramjet::Tensor::zeros(images_.dtype, image_shape_);
+  std::memcpy(image.dl().data, images_.item(index), images_.item_bytes);
+  out.set(image_key_, std::move(image));
+  if (labels_) {
+    ramjet::Tensor label = ramjet::Tensor::zeros(ramjet::dtype_of<int32_t>(), std::span<const int64_t>());
+    *label.data<int32_t>() = static_cast<int32_t>(label_at(*labels_, index));
+    out.set(label_key_, std::move(label));
+  }
+}
+
+}  // namespace stock_sources

@@ -1,0 +1,32 @@
+// data_source "idx": images and (optionally) labels from IDX files, gzipped or raw — Fashion-MNIST and MNIST.
+// Config: images (path), labels (path, optional), image_key ("image"), label_key ("label"),
+//         num_classes (optional: every label must be in [0, num_classes)).
+// Elements: image as uint8 [H, W, 1] for 3-D files (a channel axis is added) or the file's own item shape;
+//           label as an int32 scalar.
+#pragma once
+
+#include "idx_file.hpp"
+
+#include <ramjet/sdk.hpp>
+
+#include <optional>
+#include <string>
+
+namespace stock_sources {
+
+class IdxSource {
+ public:
+  explicit IdxSource(const ramjet::Config& config);
+  int64_t cardinality() const { return images_.dims[0]; }
+  nlohmann::json element_spec() const;
+  void get(int64_t index, ramjet::Example& out) const;
+
+ private:
+  IdxFile images_;
+  std::optional<IdxFile> labels_;
+  std::string image_key_;
+  std::string label_key_;
+  std::vector<int64_t> image_shape_;
+};
+
+}  // namespace stock_sources

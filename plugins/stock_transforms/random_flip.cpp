@@ -1,0 +1,45 @@
+#include "random_flip.hpp"
+
+#include "image_layout.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace stock_transforms {
+
+RandomFlip::RandomFlip(const ramjet::Config& config)
+    : key_(config.get_or<std::string>("key", "image")), horizontal_(config.get_or("horizontal", true)),
+      vertical_(config.get_or("vertical", false)), probability_(config.get_or("probability", 0.5)) {
+  if (!(probability_ >= 0.0 && probability_ <= 1.0))
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("probability") + ": must be within [0, 1]");
+}
+
+void RandomFlip::apply(ramjet::Example& example, uint64_t seed) const {
+  ramjet::SeededRandom rng(seed);
+  const bool flip_h = horizontal_ && rng.bernoulli(probability_);
+  const bool flip_v = vertical_ && rng.bernoulli(probability_);
+  if (!flip_h && !flip_v) return;
+  DLTensor& t = example.get(key_);
+  require_contiguous_cpu(t, key_);
+  const ImageDims d = image_dims(t, key_);
+  const size_t pixel = static_cast<size_t>(d.channels) * ramjet::dtype_bytes(t.dtype);
+  const size_t row = pixel * static_cast<size_t>(d.width);
+  auto* base = static_cast<uint8_t*>(t.data) + t.byte_offset;
+  std::vector<uint8_t> scratch(row);
+  if (flip_h) {
+    for (int64_t y = 0; y < d.height; ++y) {
+      uint8_t* r = base + static_cast<size_t>(y) * row;
+      for (int64_t a = 0, b = d.width - 1; a < b; ++a, --b)
+        std::swap_ranges(r + a * pixel, r + (a + 1) * pixel, r + b * pixel);
+    }
+  }
+  if (flip_v) {
+    for (int64_t a = 0, b = d.height - 1; a < b; ++a, --b) {
+      std::memcpy(scratch.data(), base + a * row, row);
+      std::memcpy(base + a * row, base + b * row, row);
+      std::memcpy(base + b * row, scratch.data(), row);
+    }
+  }
+}
+
+}  // namespace stock_transforms

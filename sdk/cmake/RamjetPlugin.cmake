@@ -1,0 +1,100 @@
+# ramjet_add_plugin(<name>
+#     VERSION <x.y.z>
+#     SOURCES <files...>
+#     PROVIDES <kind>=<component> ...        e.g. transform=invert data_source=my_reader
+#     [LINK_LIBRARIES <targets...>]
+#     [ABI_MIN <n>] [ABI_MAX <n>]            ABI range written to the manifest (default: this SDK's version)
+#     [OUTPUT_DIR <dir>]                     where the library and manifest are built (default: RAMJET_PLUGIN_BUILD_DIR
+#                                            if set, else ${CMAKE_CURRENT_BINARY_DIR})
+#     [INSTALL_DIR <dir>]                    install destination (default: RAMJET_PLUGIN_INSTALL_DIR)
+#     [NO_INSTALL] [NO_MANIFEST])
+#
+# Builds target ramjet_<name> as a MODULE library libramjet_<name>.so that exports only the entry symbol
+# (hidden visibility plus a version script), and writes <name>.json beside it, with the library path relative to
+# the manifest. The plugin's sources see RAMJET_PLUGIN_VERSION as a string macro.
+include_guard(GLOBAL)
+
+set(_RAMJET_PLUGIN_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
+
+function(ramjet_add_plugin name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "NO_INSTALL;NO_MANIFEST" "VERSION;ABI_MIN;ABI_MAX;OUTPUT_DIR;INSTALL_DIR"
+                        "SOURCES;PROVIDES;LINK_LIBRARIES")
+  if(NOT arg_VERSION)
+    message(FATAL_ERROR "ramjet_add_plugin(${name}): VERSION is required")
+  endif()
+  if(NOT arg_SOURCES)
+    message(FATAL_ERROR "ramjet_add_plugin(${name}): SOURCES is required")
+  endif()
+  if(NOT DEFINED RAMJET_ABI_VERSION)
+    set(RAMJET_ABI_VERSION 1)
+  endif()
+  if(NOT arg_ABI_MIN)
+    set(arg_ABI_MIN ${RAMJET_ABI_VERSION})
+  endif()
+  if(NOT arg_ABI_MAX)
+    set(arg_ABI_MAX ${RAMJET_ABI_VERSION})
+  endif()
+  if(NOT arg_OUTPUT_DIR)
+    if(RAMJET_PLUGIN_BUILD_DIR)
+      set(arg_OUTPUT_DIR ${RAMJET_PLUGIN_BUILD_DIR})
+    else()
+      set(arg_OUTPUT_DIR ${CMAKE_CURRENT_BINARY_DIR})
+    endif()
+  endif()
+  if(NOT arg_INSTALL_DIR)
+    if(RAMJET_PLUGIN_INSTALL_DIR)
+      set(arg_INSTALL_DIR ${RAMJET_PLUGIN_INSTALL_DIR})
+    else()
+      set(arg_INSTALL_DIR lib/ramjet/plugins)
+    endif()
+  endif()
+
+  set(target ramjet_${name})
+  add_library(${target} MODULE ${arg_SOURCES})
+  target_link_libraries(${target} PRIVATE ramjet::sdk ${arg_LINK_LIBRARIES})
+  target_compile_definitions(${target} PRIVATE RAMJET_PLUGIN_VERSION="${arg_VERSION}")
+  set(version_script ${CMAKE_CURRENT_BINARY_DIR}/${target}.map)
+  file(WRITE ${version_script} "{ global: ramjet_plugin_entry; local: *; };\n")
+  set_target_properties(${target} PROPERTIES
+    PREFIX "lib"
+    C_VISIBILITY_PRESET hidden
+    CXX_VISIBILITY_PRESET hidden
+    VISIBILITY_INLINES_HIDDEN ON
+    LIBRARY_OUTPUT_DIRECTORY ${arg_OUTPUT_DIR}
+    LINK_DEPENDS ${version_script})
+  target_link_options(${target} PRIVATE "LINKER:--version-script=${version_script}" "LINKER:--exclude-libs,ALL")
+
+  if(NOT arg_NO_MANIFEST)
+    # Group PROVIDES by kind: {"transform": ["a", "b"], ...}
+    set(kinds "")
+    foreach(item IN LISTS arg_PROVIDES)
+      if(NOT item MATCHES "^([a-z_]+)=(.+)$")
+        message(FATAL_ERROR "ramjet_add_plugin(${name}): PROVIDES entry '${item}' is not <kind>=<name>")
+      endif()
+      set(kind ${CMAKE_MATCH_1})
+      list(APPEND kinds ${kind})
+      list(APPEND _names_${kind} "\"${CMAKE_MATCH_2}\"")
+    endforeach()
+    list(REMOVE_DUPLICATES kinds)
+    set(provides "")
+    foreach(kind IN LISTS kinds)
+      list(JOIN _names_${kind} ", " joined)
+      if(provides)
+        string(APPEND provides ",\n")
+      endif()
+      string(APPEND provides "    \"${kind}\": [${joined}]")
+    endforeach()
+    set(manifest "{\n  \"file_format_version\": \"1.0\",\n  \"name\": \"${name}\",\n  \"version\": \"${arg_VERSION}\",\n")
+    string(APPEND manifest "  \"abi\": {\"min\": ${arg_ABI_MIN}, \"max\": ${arg_ABI_MAX}},\n")
+    string(APPEND manifest "  \"library\": \"$<TARGET_FILE_NAME:${target}>\",\n")
+    string(APPEND manifest "  \"provides\": {\n${provides}\n  }\n}\n")
+    file(GENERATE OUTPUT ${arg_OUTPUT_DIR}/${name}.json CONTENT "${manifest}")
+  endif()
+
+  if(NOT arg_NO_INSTALL)
+    install(TARGETS ${target} LIBRARY DESTINATION ${arg_INSTALL_DIR})
+    if(NOT arg_NO_MANIFEST)
+      install(FILES ${arg_OUTPUT_DIR}/${name}.json DESTINATION ${arg_INSTALL_DIR})
+    endif()
+  endif()
+endfunction()

@@ -1,0 +1,347 @@
+/*
+ * ramjet plugin ABI — the one stable boundary between the host (libramjet_core) and plugins.
+ *
+ * Rules (see DESIGN.md):
+ *  - Plain C11. Nothing of C++ crosses: no exceptions, no std types. sdk.hpp is an optional header-only layer.
+ *  - One undecorated entry point per plugin, RAMJET_ENTRY_SYMBOL, of type ramjet_plugin_entry_fn. It receives the
+ *    host's API table and the ABI range the host speaks, and returns the plugin descriptor.
+ *  - Every struct that one side fills for the other starts with `uint32_t struct_size; uint32_t abi_version;`.
+ *    The reader checks both before touching a field, and checks an optional slot is non-null before calling it.
+ *  - Structs only grow at the end. Layouts of a released ABI version are frozen by the static asserts at the end
+ *    of this file; a changed behaviour gets a new slot, never an edited signature.
+ *  - Errors: every call returns ramjet_status and, on failure, writes a UTF-8 message into the host-owned
+ *    ramjet_error through ramjet_host_api.error_set.
+ *  - Ownership: memory that changes hands carries its deleter (DLManagedTensor); strings and blobs returned to
+ *    the host are copied into host-owned ramjet_buffer objects, so no plugin allocation ever crosses.
+ */
+#ifndef RAMJET_ABI_H
+#define RAMJET_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <dlpack/dlpack.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI version this header describes. A host speaks a range of versions; a plugin picks one in it. */
+#define RAMJET_ABI_VERSION 1u
+
+/* The single exported symbol of every plugin library. */
+#define RAMJET_ENTRY_SYMBOL "ramjet_plugin_entry"
+
+#if defined(_WIN32)
+#define RAMJET_EXPORT __declspec(dllexport)
+#else
+#define RAMJET_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* ---- status and errors ------------------------------------------------------------------------------------ */
+
+typedef enum ramjet_status {
+  RAMJET_OK = 0,
+  RAMJET_ERR_INVALID_ARGUMENT = 1, /* bad configuration or call arguments */
+  RAMJET_ERR_OUT_OF_RANGE = 2,     /* index or value outside what is valid */
+  RAMJET_ERR_UNSUPPORTED = 3,      /* the component cannot do what was asked (dtype, layer, mode) */
+  RAMJET_ERR_IO = 4,               /* a file could not be opened, read or written */
+  RAMJET_ERR_CORRUPT_DATA = 5,     /* input data is malformed; the message names file and offset */
+  RAMJET_ERR_OUT_OF_MEMORY = 6,
+  RAMJET_ERR_VERSION_MISMATCH = 7, /* no common ABI version, or a struct too small for its version */
+  RAMJET_ERR_INTERNAL = 8,         /* a bug: an exception or invariant failure caught at the boundary */
+  RAMJET_ERR_DEVICE = 9            /* the accelerator or its runtime failed */
+} ramjet_status;
+
+/* Host-owned error object. Plugins never read it; they fill it with ramjet_host_api.error_set. */
+typedef struct ramjet_error ramjet_error;
+
+/* Host-owned byte buffer. Plugins hand text or binary state to the host by copying into it (buffer_assign). */
+typedef struct ramjet_buffer ramjet_buffer;
+
+/* Host-owned ordered set of named tensors: one example, one batch, a set of parameters or gradients. */
+typedef struct ramjet_example ramjet_example;
+
+typedef enum ramjet_log_level {
+  RAMJET_LOG_DEBUG = 0,
+  RAMJET_LOG_INFO = 1,
+  RAMJET_LOG_WARNING = 2,
+  RAMJET_LOG_ERROR = 3
+} ramjet_log_level;
+
+typedef enum ramjet_component_kind {
+  RAMJET_KIND_DATA_SOURCE = 0,
+  RAMJET_KIND_TRANSFORM = 1,
+  RAMJET_KIND_PRECISION_POLICY = 2,
+  RAMJET_KIND_STRATEGY = 3,
+  RAMJET_KIND_QUANTIZER = 4,
+  RAMJET_KIND_EXPORTER = 5,
+  RAMJET_KIND_BACKEND = 6,
+  RAMJET_KIND_COUNT_ = 7 /* not a kind; the number of kinds in this ABI version */
+} ramjet_component_kind;
+
+/* ---- the host API table ----------------------------------------------------------------------------------- */
+
+/*
+ * Functions the host offers to plugins. Valid from the entry call until the library is unloaded.
+ * Thread-safe unless noted. Check struct_size before using a slot added after version 1.
+ */
+typedef struct ramjet_host_api {
+  uint32_t struct_size;
+  uint32_t abi_version;
+
+  /* Log a UTF-8 line. `source` names the component (may be NULL). */
+  void (*log)(ramjet_log_level level, const char* source, const char* message);
+
+  /* Record a failure. The plugin still returns `status` from the failing call. */
+  void (*error_set)(ramjet_error* error, ramjet_status status, const char* message);
+
+  /* Aligned host allocation (alignment a power of two). Free with `free_aligned`. NULL on failure. */
+  void* (*alloc_aligned)(size_t size, size_t alignment);
+  void (*free_aligned)(void* pointer);
+
+  /* A new zero-filled, C-contiguous CPU tensor owned by the caller; its deleter frees it. NULL on failure. */
+  DLManagedTensor* (*tensor_new)(DLDataType dtype, int32_t ndim, const int64_t* shape);
+
+  /* Copy `size` bytes into a host buffer, replacing what it held. */
+  ramjet_status (*buffer_assign)(ramjet_buffer* buffer, const void* data, size_t size);
+
+  /* Named tensors. Names are UTF-8, unique within an example, kept in insertion order. */
+  size_t (*example_size)(const ramjet_example* example);
+  const char* (*example_name)(const ramjet_example* example, size_t index); /* NULL if out of range */
+  DLTensor* (*example_at)(ramjet_example* example, size_t index);           /* NULL if out of range */
+  DLTensor* (*example_find)(ramjet_example* example, const char* name);     /* NULL if absent */
+  /* Takes ownership of `tensor` (even on failure); replaces and deletes a tensor of the same name. */
+  ramjet_status (*example_set)(ramjet_example* example, const char* name, DLManagedTensor* tensor);
+  ramjet_status (*example_remove)(ramjet_example* example, const char* name);
+} ramjet_host_api;
+
+/* ---- what every component's create() receives ------------------------------------------------------------ */
+
+typedef struct ramjet_create_info {
+  uint32_t struct_size;
+  uint32_t abi_version;
+  const char* config_json; /* the component's manifest object as JSON text, UTF-8, NUL-terminated */
+  const char* base_dir;    /* directory that relative paths in the config are relative to */
+  const char* where;       /* human-readable location of the config, e.g. "pipeline.json#/data/train/source" */
+  uint64_t seed;           /* run seed; per-element randomness is derived from it by the host */
+  uint32_t num_threads;    /* threads the component may use of its own (0: decide yourself) */
+  uint32_t reserved_;
+} ramjet_create_info;
+
+/* Common head of every component vtable. */
+#define RAMJET_VTABLE_HEAD                                                                           \
+  uint32_t struct_size;                                                                              \
+  uint32_t abi_version;                                                                              \
+  /* Create an instance from its configuration. */                                                  \
+  ramjet_status (*create)(const ramjet_create_info* info, void** out_self, ramjet_error* error);     \
+  /* Destroy an instance. Never fails. */                                                           \
+  void (*destroy)(void* self)
+
+/* ---- data_source ------------------------------------------------------------------------------------------ */
+
+/*
+ * Produces examples as named tensors. Random-access sources implement `get` (thread-safe for concurrent calls)
+ * and report a cardinality >= 0; sequential sources implement `next` and report -1.
+ */
+typedef struct ramjet_data_source_vtable {
+  RAMJET_VTABLE_HEAD;
+  /* Number of elements after sharding, or -1 when unknown (sequential). */
+  ramjet_status (*cardinality)(void* self, int64_t* out_count, ramjet_error* error);
+  /* JSON describing each tensor: {"image": {"dtype": "uint8", "shape": [28, 28, 1]}, ...}. Optional. */
+  ramjet_status (*element_spec)(void* self, ramjet_buffer* out_json, ramjet_error* error);
+  /* Random access: fill `out` with element `index` (0 <= index < cardinality). Optional. */
+  ramjet_status (*get)(void* self, int64_t index, ramjet_example* out, ramjet_error* error);
+  /* Sequential: fill `out` and set *out_has_element to 1, or set it to 0 at the end. Optional. */
+  ramjet_status (*next)(void* self, ramjet_example* out, int32_t* out_has_element, ramjet_error* error);
+  /* Start epoch `epoch` of a sequential source (rewind, reshuffle files). Optional. */
+  ramjet_status (*reset)(void* self, uint64_t epoch, ramjet_error* error);
+  /* Keep only elements i with i % count == index. Optional: the host shards random-access sources itself. */
+  ramjet_status (*shard)(void* self, int64_t count, int64_t index, ramjet_error* error);
+  /* Opaque position of a sequential source, for checkpoints. Optional. */
+  ramjet_status (*save_state)(void* self, ramjet_buffer* out_state, ramjet_error* error);
+  ramjet_status (*restore_state)(void* self, const void* state, size_t size, ramjet_error* error);
+} ramjet_data_source_vtable;
+
+/* ---- transform -------------------------------------------------------------------------------------------- */
+
+/*
+ * A pure, thread-safe function of (example, seed) -> example, applied in place: it may change tensor data or
+ * replace tensors with example_set. The host derives `seed` from (run seed, epoch, element index) so parallel
+ * random augmentation is deterministic.
+ */
+typedef struct ramjet_transform_vtable {
+  RAMJET_VTABLE_HEAD;
+  ramjet_status (*apply)(void* self, ramjet_example* example, uint64_t seed, ramjet_error* error);
+} ramjet_transform_vtable;
+
+/* ---- precision_policy ------------------------------------------------------------------------------------- */
+
+typedef struct ramjet_layer_dtypes {
+  uint32_t struct_size;
+  uint32_t abi_version;
+  DLDataType compute;  /* dtype the layer computes in */
+  DLDataType variable; /* dtype its weights are kept in (master weights) */
+} ramjet_layer_dtypes;
+
+typedef struct ramjet_precision_policy_vtable {
+  RAMJET_VTABLE_HEAD;
+  /* Dtypes for one layer, given its graph-IR JSON object (type, name, attributes). */
+  ramjet_status (*layer_dtypes)(void* self, const char* layer_json, ramjet_layer_dtypes* out,
+                                ramjet_error* error);
+  /* Current loss scale (1 when the policy does not scale). */
+  ramjet_status (*loss_scale)(void* self, float* out_scale, ramjet_error* error);
+  /* After each step: whether any gradient was inf/NaN. Sets *out_skip_step to 1 if the update must be skipped. */
+  ramjet_status (*update)(void* self, int32_t found_nonfinite, int32_t* out_skip_step, ramjet_error* error);
+  /* Loss-scaler state for checkpoints. Optional. */
+  ramjet_status (*save_state)(void* self, ramjet_buffer* out_state, ramjet_error* error);
+  ramjet_status (*restore_state)(void* self, const void* state, size_t size, ramjet_error* error);
+} ramjet_precision_policy_vtable;
+
+/* ---- strategy --------------------------------------------------------------------------------------------- */
+
+typedef enum ramjet_reduce_op {
+  RAMJET_REDUCE_SUM = 0,
+  RAMJET_REDUCE_MEAN = 1,
+  RAMJET_REDUCE_MAX = 2,
+  RAMJET_REDUCE_MIN = 3
+} ramjet_reduce_op;
+
+typedef struct ramjet_strategy_vtable {
+  RAMJET_VTABLE_HEAD;
+  ramjet_status (*rank)(void* self, int32_t* out_rank, ramjet_error* error);
+  ramjet_status (*world_size)(void* self, int32_t* out_size, ramjet_error* error);
+  /* In place: every rank ends with root's values. */
+  ramjet_status (*broadcast)(void* self, DLTensor* tensor, int32_t root, ramjet_error* error);
+  /* In place, blocking. */
+  ramjet_status (*all_reduce)(void* self, DLTensor* tensor, ramjet_reduce_op op, ramjet_error* error);
+  ramjet_status (*barrier)(void* self, ramjet_error* error);
+  /* Non-blocking all-reduce for overlapping with backward; finish with all_reduce_wait. Optional (both). */
+  ramjet_status (*all_reduce_start)(void* self, DLTensor* tensor, ramjet_reduce_op op, uint64_t* out_handle,
+                                    ramjet_error* error);
+  ramjet_status (*all_reduce_wait)(void* self, uint64_t handle, ramjet_error* error);
+} ramjet_strategy_vtable;
+
+/* ---- quantizer and exporter ------------------------------------------------------------------------------- */
+
+typedef struct ramjet_quantizer_vtable {
+  RAMJET_VTABLE_HEAD;
+  /* Calibration: see one activation of the named graph tensor (called for every tapped tensor and batch). */
+  ramjet_status (*observe)(void* self, const char* tensor_name, const DLTensor* value, ramjet_error* error);
+  /* Produce the quantized graph (graph-IR JSON with quantization parameters) and its quantized tensors. */
+  ramjet_status (*quantize)(void* self, const char* graph_json, ramjet_example* params, ramjet_buffer* out_graph,
+                            ramjet_example* out_params, ramjet_error* error);
+} ramjet_quantizer_vtable;
+
+typedef struct ramjet_exporter_vtable {
+  RAMJET_VTABLE_HEAD;
+  /* Write the graph and its tensors to `path`; the file appears only when complete. */
+  ramjet_status (*export_model)(void* self, const char* graph_json, ramjet_example* params, const char* path,
+                                ramjet_error* error);
+} ramjet_exporter_vtable;
+
+/* ---- backend ---------------------------------------------------------------------------------------------- */
+
+/* A compiled graph, owned by the backend instance that made it. */
+typedef struct ramjet_program ramjet_program;
+
+/* Called for each tapped activation during forward (calibration, debugging). The tensor is valid for the call. */
+typedef void (*ramjet_tap_fn)(void* user, const char* tensor_name, const DLTensor* value);
+
+typedef struct ramjet_update_args {
+  uint32_t struct_size;
+  uint32_t abi_version;
+  int64_t step;          /* optimizer step, 1-based */
+  float learning_rate;   /* for this step, after schedules */
+  float gradient_scale;  /* multiply gradients by this before the update (1/loss_scale × clip factor) */
+} ramjet_update_args;
+
+typedef struct ramjet_backend_vtable {
+  RAMJET_VTABLE_HEAD;
+  /* Compile a whole graph-IR JSON once. `options_json` carries precision, optimizer, batch size, threads. */
+  ramjet_status (*compile)(void* self, const char* graph_json, const char* options_json, ramjet_program** out,
+                           ramjet_error* error);
+  void (*program_destroy)(void* self, ramjet_program* program);
+  /* Run the graph. With training != 0, keep what backward needs. Outputs are written into `outputs`. */
+  ramjet_status (*forward)(void* self, ramjet_program* program, ramjet_example* inputs, int32_t training,
+                           ramjet_example* outputs, ramjet_error* error);
+  /* Back-propagate the loss of the last training forward into the gradient buffers. */
+  ramjet_status (*backward)(void* self, ramjet_program* program, ramjet_error* error);
+  /* Apply one optimizer step to the parameters from the current gradients. */
+  ramjet_status (*optimizer_update)(void* self, ramjet_program* program, const ramjet_update_args* args,
+                                    ramjet_error* error);
+  /* Views or copies of named state: which = "parameters", "gradients", "optimizer" or "buffers". Views stay
+     valid until the program is destroyed and may be written in place (e.g. all-reduce of gradients). */
+  ramjet_status (*get_state)(void* self, ramjet_program* program, const char* which, ramjet_example* out,
+                             ramjet_error* error);
+  ramjet_status (*set_state)(void* self, ramjet_program* program, const char* which, ramjet_example* values,
+                             ramjet_error* error);
+  /* Tap the named tensors (JSON array of names; "[]" clears) on every forward. Optional. */
+  ramjet_status (*set_taps)(void* self, ramjet_program* program, const char* names_json, ramjet_tap_fn fn,
+                            void* user, ramjet_error* error);
+} ramjet_backend_vtable;
+
+/* ---- the plugin descriptor -------------------------------------------------------------------------------- */
+
+typedef struct ramjet_component {
+  uint32_t struct_size;
+  uint32_t abi_version;
+  ramjet_component_kind kind;
+  uint32_t reserved_;
+  const char* name;   /* unique within its kind across loaded plugins (see README: duplicate rule) */
+  const void* vtable; /* points to the vtable struct of `kind`, e.g. ramjet_transform_vtable */
+} ramjet_component;
+
+typedef struct ramjet_plugin {
+  uint32_t struct_size;
+  uint32_t abi_version; /* the version this plugin chose within the host's range */
+  const char* name;
+  const char* version;
+  size_t component_count;
+  const ramjet_component* components; /* static storage: valid until the library is unloaded */
+} ramjet_plugin;
+
+/*
+ * The entry point, exported as RAMJET_ENTRY_SYMBOL. The plugin picks an ABI version within
+ * [host_abi_min, host_abi_max], registers nothing globally, and returns its descriptor, or an error status with
+ * a message (e.g. no common version, a missing runtime dependency).
+ */
+typedef ramjet_status (*ramjet_plugin_entry_fn)(const ramjet_host_api* host, uint32_t host_abi_min,
+                                                uint32_t host_abi_max, const ramjet_plugin** out_plugin,
+                                                ramjet_error* error);
+
+/* ---- frozen layouts of ABI version 1 (LP64) --------------------------------------------------------------- */
+
+#if defined(__cplusplus)
+#define RAMJET_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define RAMJET_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
+#if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu
+RAMJET_STATIC_ASSERT(offsetof(ramjet_host_api, log) == 8, "ramjet_host_api v1 layout is frozen");
+RAMJET_STATIC_ASSERT(offsetof(ramjet_host_api, example_remove) == 96, "ramjet_host_api v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_host_api) == 104, "ramjet_host_api v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_create_info) == 48, "ramjet_create_info v1 layout is frozen");
+RAMJET_STATIC_ASSERT(offsetof(ramjet_data_source_vtable, cardinality) == 24, "data_source v1 layout is frozen");
+RAMJET_STATIC_ASSERT(offsetof(ramjet_data_source_vtable, restore_state) == 80, "data_source v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_data_source_vtable) == 88, "data_source v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_transform_vtable) == 32, "transform v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_layer_dtypes) == 16, "ramjet_layer_dtypes v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_precision_policy_vtable) == 64, "precision_policy v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_strategy_vtable) == 80, "strategy v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_quantizer_vtable) == 40, "quantizer v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_exporter_vtable) == 32, "exporter v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_update_args) == 24, "ramjet_update_args v1 layout is frozen");
+RAMJET_STATIC_ASSERT(offsetof(ramjet_backend_vtable, compile) == 24, "backend v1 layout is frozen");
+RAMJET_STATIC_ASSERT(offsetof(ramjet_backend_vtable, set_taps) == 80, "backend v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_backend_vtable) == 88, "backend v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_component) == 32, "ramjet_component v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_plugin) == 40, "ramjet_plugin v1 layout is frozen");
+#endif
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* RAMJET_ABI_H */
