@@ -91,7 +91,7 @@ TEST(HostCli, ValidateReportsEveryProblemWithFileAndPointer) {
   contains(r.output, file + "#/bogus: unknown field");
   contains(r.output, file + "#/data/train/batch: must be a positive integer, got 0");
   contains(r.output, file + "#/data/train/map/0/type: no plugin provides transform 'no_such_transform'");
-  contains(r.output, file + "#/data/train/shuffle: unknown field");
+  contains(r.output, file + "#/data/train/shuffle: must be a non-negative integer, got \"yes\"");
 }
 
 TEST(HostCli, ValidateRejectsMalformedJsonWithByteOffset) {

@@ -69,9 +69,9 @@ TEST_F(InputPipelineTest, EpochsRepeatWithoutStraddlingAndTakeLimits) {
   EXPECT_TRUE(batch_sizes(spec(0, 3)).empty());
 }
 
-TEST_F(InputPipelineTest, RandomTransformsAreAFunctionOfSeedEpochAndIndex) {
+TEST_F(InputPipelineTest, AugmentIsAFunctionOfSeedEpochAndIndex) {
   auto flipping = spec(64, 8);
-  flipping["map"] = {{{"type", "random_flip"}, {"horizontal", true}, {"vertical", true}}};
+  flipping["augment"] = {{{"type", "random_flip"}, {"horizontal", true}, {"vertical", true}}};
   flipping["epochs"] = 2;
   auto first = all_values(flipping, 11);
   EXPECT_EQ(first, all_values(flipping, 11)) << "same seed, same output";

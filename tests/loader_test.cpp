@@ -221,7 +221,7 @@ TEST(Loader, UnknownComponentListsWhatExists) {
     registry.component(RAMJET_KIND_TRANSFORM, "nope");
     FAIL();
   } catch (const InvalidInput& e) {
-    contains(e.what(), "no plugin provides transform 'nope' (available: c_scale)");
+    contains(e.what(), "no plugin provides transform 'nope' (available: c_own, c_scale)");
   }
 }
 
@@ -239,15 +239,22 @@ TEST(Loader, LibraryStaysLoadedWhileAComponentLivesAndUnloadsAfter) {
     EXPECT_TRUE(mapped());
   }  // the registry is gone; the component still holds its library
   EXPECT_TRUE(mapped());
+  Example ex;
+  ex.set("value", make_tensor({kDLFloat, 32, 1}, std::vector<int64_t>{}));
+  *static_cast<float*>(ex.find("value")->data) = 2;
+  scale->apply(ex, 0);
+  EXPECT_FLOAT_EQ(*static_cast<float*>(ex.find("value")->data), 6);
   {
-    Example ex;
-    ex.set("value", make_tensor({kDLFloat, 32, 1}, std::vector<int64_t>{}));
-    *static_cast<float*>(ex.find("value")->data) = 2;
-    scale->apply(ex, 0);
-    EXPECT_FLOAT_EQ(*static_cast<float*>(ex.find("value")->data), 6);
-    scale.reset();
-    EXPECT_TRUE(mapped()) << "an example a plugin touched holds its library (its tensors may carry its deleters)";
+    // A tensor whose deleter is the plugin's own code keeps the library loaded for as long as it lives.
+    auto registry = registry_of({fixture_dir("c_plugin")});
+    Transform own(registry.component(RAMJET_KIND_TRANSFORM, "c_own"), CreateArgs{});
+    own.apply(ex, 0);
+    EXPECT_FALSE(is_host_tensor(ex.entries[0].tensor.get()));
   }
+  scale.reset();
+  EXPECT_TRUE(mapped()) << "the example holds a tensor with the plugin's deleter";
+  EXPECT_FLOAT_EQ(*static_cast<float*>(ex.find("value")->data), 6);
+  ex = Example{};
   EXPECT_FALSE(mapped()) << "the library must unload with the last thing made from it";
 }
 

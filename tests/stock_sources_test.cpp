@@ -121,8 +121,17 @@ TEST_F(IdxSourceTest, CorruptAndTruncatedGzipAreCaught) {
 TEST_F(IdxSourceTest, LabelsOutOfRangeOrMiscountedAreCaught) {
   write_file(dir / "images.idx", idx(0x08, {3, 1}, "abc"));
   write_file(dir / "labels.idx", idx(0x08, {3}, std::string("\x01\x07\x02", 3)));
-  expect_error({{"images", "images.idx"}, {"labels", "labels.idx"}, {"num_classes", 5}},
-               {(dir / "labels.idx").string(), "label 7 of element 1 (byte 9) is outside [0, 5)"});
+  // Out-of-range labels fail at the element (so on_error: skip can drop just that one).
+  auto source = open({{"images", "images.idx"}, {"labels", "labels.idx"}, {"num_classes", 5}});
+  Example fine, bad;
+  source.get(0, fine);
+  try {
+    source.get(1, bad);
+    ADD_FAILURE() << "label 7 must be refused";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find((dir / "labels.idx").string() + ": label 7 of element 1 (byte 9) is outside [0, 5)"),
+              std::string::npos) << e.what();
+  }
   write_file(dir / "two.idx", idx(0x08, {2}, "\x01\x02"));
   expect_error({{"images", "images.idx"}, {"labels", "two.idx"}}, {"holds 2 labels but", "holds 3 images"});
   expect_error({{"images", "missing.idx"}}, {(dir / "missing.idx").string(), "cannot open"});

@@ -54,6 +54,15 @@ ComponentInstance::~ComponentInstance() {
   if (self_ != nullptr) ref_.vtable<VTableHead>().destroy(self_);
 }
 
+void ComponentInstance::retain_if_foreign(Example& example) const {
+  for (const auto& e : example.entries) {
+    if (!is_host_tensor(e.tensor.get())) {
+      example.keep_alive(ref_.library);
+      return;
+    }
+  }
+}
+
 std::string ComponentInstance::what(const char* operation) const {
   return ref_.label() + " at " + where_ + ": " + operation;
 }
@@ -65,7 +74,12 @@ int64_t DataSource::cardinality() const {
   return n;
 }
 
-bool DataSource::random_access() const { return has_slot(&ramjet_data_source_vtable::get); }
+DataSource::DataSource(ComponentRef ref, const CreateArgs& args) : ComponentInstance(std::move(ref), args) {
+  // A get() slot alone is not enough: without a known cardinality there is nothing to index.
+  random_access_ = has_slot(&ramjet_data_source_vtable::get) && cardinality() >= 0;
+}
+
+bool DataSource::random_access() const { return random_access_; }
 
 std::optional<nlohmann::json> DataSource::element_spec() const {
   if (!has_slot(&ramjet_data_source_vtable::element_spec)) return std::nullopt;
@@ -80,19 +94,20 @@ std::optional<nlohmann::json> DataSource::element_spec() const {
 }
 
 void DataSource::get(int64_t index, Example& out) const {
-  if (!random_access()) throw RuntimeFailure(what("get") + ": the source is sequential");
-  out.keep_alive(library_handle());
+  if (!random_access_) throw RuntimeFailure(what("get") + ": the source is sequential");
   ramjet_error error;
   ramjet_status status = vt<ramjet_data_source_vtable>().get(self_, index, &out, &error);
+  retain_if_foreign(out);
   if (status != RAMJET_OK) throw_on_error(status, error, what("get") + " element " + std::to_string(index));
 }
 
 bool DataSource::next(Example& out) {
   if (!has_slot(&ramjet_data_source_vtable::next)) throw RuntimeFailure(what("next") + ": the source has no next()");
-  out.keep_alive(library_handle());
   ramjet_error error;
   int32_t has = 0;
-  throw_on_error(vt<ramjet_data_source_vtable>().next(self_, &out, &has, &error), error, what("next"));
+  const ramjet_status status = vt<ramjet_data_source_vtable>().next(self_, &out, &has, &error);
+  retain_if_foreign(out);
+  throw_on_error(status, error, what("next"));
   return has != 0;
 }
 
@@ -103,9 +118,9 @@ void DataSource::reset(uint64_t epoch) {
 }
 
 void Transform::apply(Example& example, uint64_t seed) const {
-  example.keep_alive(library_handle());
   ramjet_error error;
   ramjet_status status = vt<ramjet_transform_vtable>().apply(self_, &example, seed, &error);
+  retain_if_foreign(example);
   if (status != RAMJET_OK) throw_on_error(status, error, what("apply"));
 }
 

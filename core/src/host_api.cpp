@@ -4,17 +4,23 @@
 #include "ramjet/core/log.hpp"
 #include "ramjet/core/tensor.hpp"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <new>
 
 namespace ramjet::core {
 namespace {
 
-void host_log(ramjet_log_level level, const char* source, const char* message) {
-  log(level, source ? source : "", message ? message : "");
+// Every function here is called from plugin code, possibly C: nothing may throw out of it.
+void host_log(ramjet_log_level level, const char* source, const char* message) noexcept {
+  try {
+    log(level, source ? source : "", message ? message : "");
+  } catch (...) {
+  }
 }
 
-void host_error_set(ramjet_error* error, ramjet_status status, const char* message) {
+void host_error_set(ramjet_error* error, ramjet_status status, const char* message) noexcept {
   if (error == nullptr) return;
   error->status = status;
   try {
@@ -24,19 +30,23 @@ void host_error_set(ramjet_error* error, ramjet_status status, const char* messa
   }
 }
 
-void* host_alloc_aligned(size_t size, size_t alignment) {
-  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return nullptr;
-  return std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+void* host_alloc_aligned(size_t size, size_t alignment) noexcept {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0) return nullptr;
+  alignment = std::max(alignment, alignof(std::max_align_t));
+  size_t rounded;
+  if (__builtin_add_overflow(size, alignment - 1, &rounded)) return nullptr;
+  rounded = rounded / alignment * alignment;
+  return std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
 }
 
-void host_free_aligned(void* pointer) { std::free(pointer); }
+void host_free_aligned(void* pointer) noexcept { std::free(pointer); }
 
-DLManagedTensor* host_tensor_new(DLDataType dtype, int32_t ndim, const int64_t* shape) {
+DLManagedTensor* host_tensor_new(DLDataType dtype, int32_t ndim, const int64_t* shape) noexcept {
   if (ndim < 0 || (ndim > 0 && shape == nullptr)) return nullptr;
   return new_cpu_tensor(dtype, std::span<const int64_t>(shape, static_cast<size_t>(ndim)));
 }
 
-ramjet_status host_buffer_assign(ramjet_buffer* buffer, const void* data, size_t size) {
+ramjet_status host_buffer_assign(ramjet_buffer* buffer, const void* data, size_t size) noexcept {
   if (buffer == nullptr || (data == nullptr && size != 0)) return RAMJET_ERR_INVALID_ARGUMENT;
   try {
     buffer->bytes.assign(static_cast<const char*>(data), size);
@@ -46,24 +56,24 @@ ramjet_status host_buffer_assign(ramjet_buffer* buffer, const void* data, size_t
   }
 }
 
-size_t host_example_size(const ramjet_example* example) { return example ? example->entries.size() : 0; }
+size_t host_example_size(const ramjet_example* example) noexcept { return example ? example->entries.size() : 0; }
 
-const char* host_example_name(const ramjet_example* example, size_t index) {
+const char* host_example_name(const ramjet_example* example, size_t index) noexcept {
   if (example == nullptr || index >= example->entries.size()) return nullptr;
   return example->entries[index].name.c_str();
 }
 
-DLTensor* host_example_at(ramjet_example* example, size_t index) {
+DLTensor* host_example_at(ramjet_example* example, size_t index) noexcept {
   if (example == nullptr || index >= example->entries.size()) return nullptr;
   return &example->entries[index].tensor->dl_tensor;
 }
 
-DLTensor* host_example_find(ramjet_example* example, const char* name) {
+DLTensor* host_example_find(ramjet_example* example, const char* name) noexcept {
   if (example == nullptr || name == nullptr) return nullptr;
   return example->find(name);
 }
 
-ramjet_status host_example_set(ramjet_example* example, const char* name, DLManagedTensor* tensor) {
+ramjet_status host_example_set(ramjet_example* example, const char* name, DLManagedTensor* tensor) noexcept {
   TensorPtr owned(tensor);  // ownership is taken even on failure, as documented
   if (example == nullptr || name == nullptr || *name == '\0' || !owned) return RAMJET_ERR_INVALID_ARGUMENT;
   try {
@@ -74,7 +84,7 @@ ramjet_status host_example_set(ramjet_example* example, const char* name, DLMana
   }
 }
 
-ramjet_status host_example_remove(ramjet_example* example, const char* name) {
+ramjet_status host_example_remove(ramjet_example* example, const char* name) noexcept {
   if (example == nullptr || name == nullptr) return RAMJET_ERR_INVALID_ARGUMENT;
   auto& entries = example->entries;
   for (auto it = entries.begin(); it != entries.end(); ++it) {

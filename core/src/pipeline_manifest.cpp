@@ -70,7 +70,7 @@ class Validator {
     for (const auto& [key, value] : v.items()) {
       const std::string sub = p + "/" + escape_token(key);
       if (key == "source") component(value, sub, RAMJET_KIND_DATA_SOURCE);
-      else if (key == "map") {
+      else if (key == "map" || key == "augment") {
         if (!value.is_array()) {
           add(sub, std::string("must be an array of transforms, got ") + value.type_name());
           continue;
@@ -78,12 +78,62 @@ class Validator {
         for (size_t i = 0; i < value.size(); ++i)
           component(value[i], sub + "/" + std::to_string(i), RAMJET_KIND_TRANSFORM);
       } else if (key == "batch" || key == "epochs") positive_integer(value, sub);
-      else if (key == "take") non_negative_integer(value, sub);
-      else if (key == "drop_remainder") {
-        if (!value.is_boolean()) add(sub, std::string("must be true or false, got ") + value.dump());
-      } else add(sub, "unknown field (expected source, map, batch, drop_remainder, epochs, take)");
+      else if (key == "take" || key == "shuffle") non_negative_integer(value, sub);
+      else if (key == "drop_remainder" || key == "deterministic") boolean(value, sub);
+      else if (key == "parallelism" || key == "prefetch") {
+        if (!(value == "auto" || (value.is_number_integer() && value.get<int64_t>() >= (key == "prefetch" ? 0 : 1))))
+          add(sub, std::string("must be \"auto\" or an integer ") + (key == "prefetch" ? ">= 0" : ">= 1") +
+                       ", got " + value.dump());
+      } else if (key == "cache") {
+        if (!value.is_string() || value.get<std::string>().empty())
+          add(sub, "must be \"memory\" or a file path, got " + value.dump());
+      } else if (key == "on_error") {
+        if (!(value == "fail" || value == "skip")) add(sub, "must be \"fail\" or \"skip\", got " + value.dump());
+      } else if (key == "shard") shard(value, sub);
+      else if (key == "interleave") interleave(value, sub);
+      else if (key == "budget") budget(value, sub);
+      else
+        add(sub, "unknown field (expected source, map, augment, batch, drop_remainder, epochs, take, shuffle, cache, "
+                 "parallelism, prefetch, deterministic, shard, interleave, on_error, budget)");
     }
     if (!v.contains("source")) add(p + "/source", "required field is missing");
+  }
+
+  void boolean(const json& v, const std::string& p) {
+    if (!v.is_boolean()) add(p, std::string("must be true or false, got ") + v.dump());
+  }
+
+  void shard(const json& v, const std::string& p) {
+    if (!object(v, p)) return;
+    for (const auto& [key, value] : v.items())
+      if (key != "count" && key != "index") add(p + "/" + escape_token(key), "unknown field (expected count, index)");
+    auto count = v.find("count"), index = v.find("index");
+    if (count == v.end()) add(p + "/count", "required field is missing");
+    else positive_integer(*count, p + "/count");
+    if (index == v.end()) add(p + "/index", "required field is missing");
+    else non_negative_integer(*index, p + "/index");
+    if (count != v.end() && index != v.end() && count->is_number_integer() && index->is_number_integer() &&
+        index->get<int64_t>() >= count->get<int64_t>())
+      add(p + "/index", "must be below count (" + count->dump() + ")");
+  }
+
+  void interleave(const json& v, const std::string& p) {
+    if (!object(v, p)) return;
+    for (const auto& [key, value] : v.items()) {
+      const std::string sub = p + "/" + escape_token(key);
+      if (key == "cycle_length" || key == "block_length") positive_integer(value, sub);
+      else if (key == "parallel") boolean(value, sub);
+      else add(sub, "unknown field (expected cycle_length, block_length, parallel)");
+    }
+  }
+
+  void budget(const json& v, const std::string& p) {
+    if (!object(v, p)) return;
+    for (const auto& [key, value] : v.items()) {
+      const std::string sub = p + "/" + escape_token(key);
+      if (key == "cpu" || key == "memory_mb") positive_integer(value, sub);
+      else add(sub, "unknown field (expected cpu, memory_mb)");
+    }
   }
 
   void component(const json& v, const std::string& p, ramjet_component_kind kind) {

@@ -19,15 +19,16 @@ struct VtableHead {
   void* destroy;
 };
 
+// The frozen v1 sizes: a plugin built against any later header is at least this large.
 size_t v1_size(ramjet_component_kind kind) {
   switch (kind) {
-    case RAMJET_KIND_DATA_SOURCE: return sizeof(ramjet_data_source_vtable);
-    case RAMJET_KIND_TRANSFORM: return sizeof(ramjet_transform_vtable);
-    case RAMJET_KIND_PRECISION_POLICY: return sizeof(ramjet_precision_policy_vtable);
-    case RAMJET_KIND_STRATEGY: return sizeof(ramjet_strategy_vtable);
-    case RAMJET_KIND_QUANTIZER: return sizeof(ramjet_quantizer_vtable);
-    case RAMJET_KIND_EXPORTER: return sizeof(ramjet_exporter_vtable);
-    case RAMJET_KIND_BACKEND: return sizeof(ramjet_backend_vtable);
+    case RAMJET_KIND_DATA_SOURCE: return RAMJET_DATA_SOURCE_VTABLE_V1_SIZE;
+    case RAMJET_KIND_TRANSFORM: return RAMJET_TRANSFORM_VTABLE_V1_SIZE;
+    case RAMJET_KIND_PRECISION_POLICY: return RAMJET_PRECISION_POLICY_VTABLE_V1_SIZE;
+    case RAMJET_KIND_STRATEGY: return RAMJET_STRATEGY_VTABLE_V1_SIZE;
+    case RAMJET_KIND_QUANTIZER: return RAMJET_QUANTIZER_VTABLE_V1_SIZE;
+    case RAMJET_KIND_EXPORTER: return RAMJET_EXPORTER_VTABLE_V1_SIZE;
+    case RAMJET_KIND_BACKEND: return RAMJET_BACKEND_VTABLE_V1_SIZE;
     default: return 0;
   }
 }
@@ -124,8 +125,8 @@ PluginLibrary::~PluginLibrary() { loader_debug("unloading " + manifest_.library.
 
 const ramjet_component* PluginLibrary::find(ramjet_component_kind kind, std::string_view name) const {
   for (size_t i = 0; i < descriptor_->component_count; ++i) {
-    const ramjet_component& c = descriptor_->components[i];
-    if (c.kind == kind && name == c.name) return &c;
+    const ramjet_component* c = descriptor_->components[i];
+    if (c->kind == kind && name == c->name) return c;
   }
   return nullptr;
 }
@@ -166,9 +167,9 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const PluginManifest& manifes
     return fail("the entry point returned " + describe_status(status) +
                 (error.message.empty() ? std::string(" without a message") : ": " + error.message));
   if (descriptor == nullptr) return fail("the entry point returned no descriptor");
-  if (descriptor->struct_size < sizeof(ramjet_plugin))
+  if (descriptor->struct_size < RAMJET_PLUGIN_V1_SIZE)
     return fail("descriptor struct_size is " + std::to_string(descriptor->struct_size) + ", host requires at least " +
-                std::to_string(sizeof(ramjet_plugin)));
+                std::to_string(RAMJET_PLUGIN_V1_SIZE));
   if (descriptor->abi_version < lo || descriptor->abi_version > hi)
     return fail("the plugin chose ABI " + std::to_string(descriptor->abi_version) + ", outside the offered " +
                 range(lo, hi));
@@ -180,11 +181,12 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const PluginManifest& manifes
 
   std::set<std::pair<int, std::string>> offered;
   for (size_t i = 0; i < descriptor->component_count; ++i) {
-    const ramjet_component& c = descriptor->components[i];
     std::string label = "component #" + std::to_string(i);
-    if (c.struct_size < sizeof(ramjet_component)) return fail(label + ": struct_size too small");
+    if (descriptor->components[i] == nullptr) return fail(label + ": null");
+    const ramjet_component& c = *descriptor->components[i];
+    if (c.struct_size < RAMJET_COMPONENT_V1_SIZE) return fail(label + ": struct_size too small");
     if (c.name == nullptr || *c.name == '\0') return fail(label + ": no name");
-    if (static_cast<unsigned>(c.kind) >= RAMJET_KIND_COUNT_)
+    if (c.kind < 0 || c.kind >= kKindCount)
       return fail(label + " '" + c.name + "': unknown kind " + std::to_string(static_cast<int>(c.kind)));
     label = std::string(kind_name(c.kind)) + " '" + c.name + "'";
     if (std::string why = validate_vtable(c.kind, c.vtable); !why.empty()) return fail(label + ": " + why);

@@ -9,7 +9,7 @@
 namespace ramjet::core {
 namespace {
 
-constexpr std::array<std::string_view, RAMJET_KIND_COUNT_> kKindNames = {
+constexpr std::array<std::string_view, kKindCount> kKindNames = {
     "data_source", "transform", "precision_policy", "strategy", "quantizer", "exporter", "backend"};
 
 using nlohmann::json;

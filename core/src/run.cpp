@@ -1,57 +1,86 @@
 #include "ramjet/core/run.hpp"
 
+#include "ramjet/core/failure.hpp"
 #include "ramjet/core/input_pipeline.hpp"
 #include "ramjet/core/tensor_stats.hpp"
 
+#include <sys/resource.h>
+
 #include <chrono>
+#include <fstream>
+#include <string>
 #include <cstdio>
 #include <ostream>
 
 namespace ramjet::core {
 namespace {
 
+void print_summary(std::ostream& out, const std::string& name, const nlohmann::json& report) {
+  char line[320];
+  const auto& p = report["pipeline"];
+  std::snprintf(line, sizeof line,
+                "%s: %lld elements in %lld batches, %.2f s, %.0f elements/s (parallelism %d, prefetch %d%s)\n",
+                name.c_str(), static_cast<long long>(report["elements"].get<int64_t>()),
+                static_cast<long long>(report["batches"].get<int64_t>()), report["wall_s"].get<double>(),
+                report["elements_per_s"].get<double>(), p["parallelism"].get<int>(), p["prefetch"].get<int>(),
+                p["skipped"].get<int64_t>() ? (", " + std::to_string(p["skipped"].get<int64_t>()) + " skipped").c_str()
+                                            : "");
+  out << line;
+  if (!report.contains("tensors")) return;
+  for (const auto& [tensor, s] : report["tensors"].items()) {
+    out << "  " << tensor << " " << s["dtype"].get<std::string>() << " " << s["shape"].dump();
+    if (s.contains("mean")) {
+      std::snprintf(line, sizeof line, "  min %.4g  max %.4g  mean %.4g  std %.4g", s["min"].get<double>(),
+                    s["max"].get<double>(), s["mean"].get<double>(), s["std"].get<double>());
+      out << line;
+    }
+    if (s.contains("histogram")) out << "  classes " << s["histogram"].size();
+    out << "\n";
+  }
+}
+
 nlohmann::json drive(const PipelineManifest& manifest, const std::string& name, PluginRegistry& registry,
-                     uint64_t seed, std::ostream* progress) {
-  const auto start = std::chrono::steady_clock::now();
+                     uint64_t seed, bool with_stats) {
+  const auto setup_start = std::chrono::steady_clock::now();
   InputPipeline pipeline(manifest, "/data/" + name, registry, seed);
+  // Throughput counts iteration only: opening the source (reading an in-memory dataset) is setup.
+  const auto start = std::chrono::steady_clock::now();
+  const double setup_s = std::chrono::duration<double>(start - setup_start).count();
   TensorStats stats;
   int64_t batches = 0, elements = 0;
   while (auto batch = pipeline.next_batch()) {
-    stats.add_batch(*batch);
+    if (with_stats) stats.add_batch(*batch);
     ++batches;
     elements += batch->entries.empty() ? 0 : batch->entries.front().tensor->dl_tensor.shape[0];
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json report;
-  report["source"] = manifest.doc["data"][name]["source"]["type"];
-  report["epochs"] = pipeline.config().epochs;
-  report["batch"] = pipeline.config().batch;
+  report["source"] = pipeline.spec().source.type();
+  report["epochs"] = pipeline.spec().epochs;
+  report["batch"] = pipeline.spec().batch;
   report["elements"] = elements;
   report["batches"] = batches;
+  report["setup_s"] = setup_s;
   report["wall_s"] = seconds;
   report["elements_per_s"] = seconds > 0 ? static_cast<double>(elements) / seconds : 0.0;
-  report["tensors"] = stats.to_json();
-  if (progress) {
-    char line[256];
-    std::snprintf(line, sizeof line, "%s: %lld elements in %lld batches, %.2f s, %.0f elements/s\n", name.c_str(),
-                  static_cast<long long>(elements), static_cast<long long>(batches), seconds,
-                  report["elements_per_s"].get<double>());
-    *progress << line;
-    for (const auto& [tensor, s] : report["tensors"].items()) {
-      *progress << "  " << tensor << " " << s["dtype"].get<std::string>() << " " << s["shape"].dump();
-      if (s.contains("mean")) {
-        std::snprintf(line, sizeof line, "  min %.4g  max %.4g  mean %.4g  std %.4g", s["min"].get<double>(),
-                      s["max"].get<double>(), s["mean"].get<double>(), s["std"].get<double>());
-        *progress << line;
-      }
-      if (s.contains("histogram")) *progress << "  classes " << s["histogram"].size();
-      *progress << "\n";
-    }
-  }
+  report["pipeline"] = pipeline.report();
+  if (with_stats) report["tensors"] = stats.to_json();
   return report;
 }
 
 }  // namespace
+
+int64_t peak_rss_bytes() {
+  // VmHWM belongs to this address space; getrusage's ru_maxrss survives execve and would report the peak of
+  // whatever process forked us (a Python benchmark driver, say).
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
 
 nlohmann::json run_pipeline(const PipelineManifest& manifest, PluginRegistry& registry, const RunOptions& options) {
   require_valid(manifest, registry);
@@ -59,8 +88,26 @@ nlohmann::json run_pipeline(const PipelineManifest& manifest, PluginRegistry& re
   nlohmann::json report;
   report["manifest"] = manifest.path.string();
   report["seed"] = seed;
-  for (const char* name : {"train", "eval"})
-    if (manifest.doc["data"].contains(name)) report["data"][name] = drive(manifest, name, registry, seed, options.progress);
+  for (const char* name : {"train", "eval"}) {
+    if (!manifest.doc["data"].contains(name)) continue;
+    report["data"][name] = drive(manifest, name, registry, seed, true);
+    if (options.progress) print_summary(*options.progress, name, report["data"][name]);
+  }
+  report["peak_rss_bytes"] = peak_rss_bytes();
+  return report;
+}
+
+nlohmann::json iterate_pipeline(const PipelineManifest& manifest, const std::string& name, PluginRegistry& registry,
+                                const RunOptions& options) {
+  require_valid(manifest, registry);
+  if (!manifest.doc["data"].contains(name))
+    throw InvalidInput(manifest.where("/data/" + name) + ": the manifest has no '" + name + "' pipeline");
+  const uint64_t seed = manifest.doc.value("seed", uint64_t{0});
+  nlohmann::json report = drive(manifest, name, registry, seed, false);
+  report["manifest"] = manifest.path.string();
+  report["pipeline_name"] = name;
+  report["peak_rss_bytes"] = peak_rss_bytes();
+  if (options.progress) print_summary(*options.progress, name, report);
   return report;
 }
 

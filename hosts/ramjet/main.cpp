@@ -36,6 +36,8 @@ const char* kUsage =
     "  plugins [--json] [--load]                     list plugins found on the search path and why any was skipped\n"
     "  validate MANIFEST [--set P=V]...              check a pipeline manifest; report every problem\n"
     "  run MANIFEST [--report FILE] [--set P=V]...   run a pipeline manifest\n"
+    "  pipeline MANIFEST [--name train|eval] [--report FILE] [--set P=V]...\n"
+    "                                                iterate one input pipeline alone and report its throughput\n"
     "\n"
     "environment: RAMJET_PLUGIN_PATH, RAMJET_PLUGINS_SELECT, RAMJET_PLUGINS_DISABLE, RAMJET_LOADER_DEBUG=1\n"
     "exit codes: 0 success, 2 bad usage or invalid input, 1 runtime failure\n";
@@ -113,6 +115,30 @@ int command_run(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+int command_pipeline(const std::vector<std::string>& args) {
+  po::options_description options("ramjet pipeline MANIFEST");
+  options.add_options()("help,h", "show this help")("manifest", po::value<std::string>(), "pipeline manifest")(
+      "name", po::value<std::string>()->default_value("train"), "which input pipeline: train or eval")(
+      "report", po::value<std::string>(), "write a JSON report to FILE")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a field: POINTER=VALUE")(
+      "quiet,q", "print nothing but errors");
+  po::positional_options_description positional;
+  positional.add("manifest", 1);
+  auto vm = parse(args, options, positional);
+  if (vm.count("help")) {
+    std::cout << options;
+    return kExitOk;
+  }
+  PipelineManifest manifest = manifest_from(vm);
+  PluginRegistry registry(discovery_options_from_environment());
+  RunOptions run_options;
+  if (!vm.count("quiet")) run_options.progress = &std::cout;
+  nlohmann::json report = iterate_pipeline(manifest, vm["name"].as<std::string>(), registry, run_options);
+  report["ramjet_version"] = RAMJET_VERSION;
+  if (vm.count("report")) write_file_atomically(vm["report"].as<std::string>(), report.dump(2) + "\n");
+  return kExitOk;
+}
+
 int dispatch(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -132,6 +158,7 @@ int dispatch(int argc, char** argv) {
   if (command == "plugins") return command_plugins(rest);
   if (command == "validate") return command_validate(rest);
   if (command == "run") return command_run(rest);
+  if (command == "pipeline") return command_pipeline(rest);
   std::cerr << "ramjet: unknown command '" << command << "'\n" << kUsage;
   return kExitUsage;
 }

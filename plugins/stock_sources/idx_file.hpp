@@ -2,6 +2,8 @@
 // dimensions, then each dimension as uint32 — followed by the values.
 #pragma once
 
+#include "file_bytes.hpp"
+
 #include <ramjet/abi.h>
 
 #include <cstdint>
@@ -14,11 +16,11 @@ struct IdxFile {
   std::filesystem::path path;
   DLDataType dtype{};
   std::vector<int64_t> dims;  // dims[0] is the number of items
-  std::vector<uint8_t> bytes;  // the whole decompressed file
+  Bytes bytes;                 // the whole decompressed file
   size_t data_offset = 0;      // where the values start in `bytes`
   size_t item_bytes = 0;       // bytes of one item (product of dims[1:] × element size)
 
-  const uint8_t* item(int64_t i) const { return bytes.data() + data_offset + static_cast<size_t>(i) * item_bytes; }
+  const uint8_t* item(int64_t i) const { return bytes.begin() + data_offset + static_cast<size_t>(i) * item_bytes; }
 };
 
 // Throws ramjet::Error (CORRUPT_DATA) naming the file and the byte offset of any problem.

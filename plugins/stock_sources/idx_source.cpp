@@ -36,17 +36,9 @@ IdxSource::IdxSource(const ramjet::Config& config)
     throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, name + ": holds " + std::to_string(labels.dims[0]) + " labels but " +
                                                      images_.path.string() + " holds " +
                                                      std::to_string(images_.dims[0]) + " images");
-  const int64_t num_classes = config.get_or<int64_t>("num_classes", -1);
-  if (num_classes == 0 || num_classes < -1)
+  num_classes_ = config.get_or<int64_t>("num_classes", -1);
+  if (num_classes_ == 0 || num_classes_ < -1)
     throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("num_classes") + ": must be a positive integer");
-  for (int64_t i = 0; i < labels.dims[0]; ++i) {
-    const int64_t label = label_at(labels, i);
-    if (label < 0 || (num_classes > 0 && label >= num_classes))
-      throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA,
-                          name + ": label " + std::to_string(label) + " of element " + std::to_string(i) +
-                              " (byte " + std::to_string(labels.data_offset + static_cast<size_t>(i) * labels.item_bytes) +
-                              ") is outside [0, " + (num_classes > 0 ? std::to_string(num_classes) : "inf") + ")");
-  }
 }
 
 nlohmann::json IdxSource::element_spec() const {
@@ -64,8 +56,15 @@ void IdxSource::get(int64_t index, ramjet::Example& out) const {
   std::memcpy(image.dl().data, images_.item(index), images_.item_bytes);
   out.set(image_key_, std::move(image));
   if (labels_) {
+    const int64_t value = label_at(*labels_, index);
+    if (value < 0 || (num_classes_ > 0 && value >= num_classes_))
+      throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA,
+                          labels_->path.string() + ": label " + std::to_string(value) + " of element " +
+                              std::to_string(index) + " (byte " +
+                              std::to_string(labels_->data_offset + static_cast<size_t>(index) * labels_->item_bytes) +
+                              ") is outside [0, " + (num_classes_ > 0 ? std::to_string(num_classes_) : "inf") + ")");
     ramjet::Tensor label = ramjet::Tensor::zeros(ramjet::dtype_of<int32_t>(), std::span<const int64_t>());
-    *label.data<int32_t>() = static_cast<int32_t>(label_at(*labels_, index));
+    *label.data<int32_t>() = static_cast<int32_t>(value);
     out.set(label_key_, std::move(label));
   }
 }

@@ -1,6 +1,7 @@
 // data_source "idx": images and (optionally) labels from IDX files, gzipped or raw — Fashion-MNIST and MNIST.
 // Config: images (path), labels (path, optional), image_key ("image"), label_key ("label"),
-//         num_classes (optional: every label must be in [0, num_classes)).
+//         num_classes (optional: get() refuses a label outside [0, num_classes), naming its element and byte,
+//         so `on_error: skip` can drop just that element).
 // Elements: image as uint8 [H, W, 1] for 3-D files (a channel axis is added) or the file's own item shape;
 //           label as an int32 scalar.
 #pragma once
@@ -27,6 +28,7 @@ class IdxSource {
   std::string image_key_;
   std::string label_key_;
   std::vector<int64_t> image_shape_;
+  int64_t num_classes_ = -1;
 };
 
 }  // namespace stock_sources

@@ -40,7 +40,10 @@ extern "C" {
 
 /* ---- status and errors ------------------------------------------------------------------------------------ */
 
-typedef enum ramjet_status {
+/* Fixed-width integers cross the boundary; the enums below only name their values (an enum's size is up to the
+ * compiler, and a newer peer may send a value this side has no name for). */
+typedef int32_t ramjet_status;
+enum {
   RAMJET_OK = 0,
   RAMJET_ERR_INVALID_ARGUMENT = 1, /* bad configuration or call arguments */
   RAMJET_ERR_OUT_OF_RANGE = 2,     /* index or value outside what is valid */
@@ -51,7 +54,7 @@ typedef enum ramjet_status {
   RAMJET_ERR_VERSION_MISMATCH = 7, /* no common ABI version, or a struct too small for its version */
   RAMJET_ERR_INTERNAL = 8,         /* a bug: an exception or invariant failure caught at the boundary */
   RAMJET_ERR_DEVICE = 9            /* the accelerator or its runtime failed */
-} ramjet_status;
+};
 
 /* Host-owned error object. Plugins never read it; they fill it with ramjet_host_api.error_set. */
 typedef struct ramjet_error ramjet_error;
@@ -62,23 +65,19 @@ typedef struct ramjet_buffer ramjet_buffer;
 /* Host-owned ordered set of named tensors: one example, one batch, a set of parameters or gradients. */
 typedef struct ramjet_example ramjet_example;
 
-typedef enum ramjet_log_level {
-  RAMJET_LOG_DEBUG = 0,
-  RAMJET_LOG_INFO = 1,
-  RAMJET_LOG_WARNING = 2,
-  RAMJET_LOG_ERROR = 3
-} ramjet_log_level;
+typedef int32_t ramjet_log_level;
+enum { RAMJET_LOG_DEBUG = 0, RAMJET_LOG_INFO = 1, RAMJET_LOG_WARNING = 2, RAMJET_LOG_ERROR = 3 };
 
-typedef enum ramjet_component_kind {
+typedef int32_t ramjet_component_kind;
+enum {
   RAMJET_KIND_DATA_SOURCE = 0,
   RAMJET_KIND_TRANSFORM = 1,
   RAMJET_KIND_PRECISION_POLICY = 2,
   RAMJET_KIND_STRATEGY = 3,
   RAMJET_KIND_QUANTIZER = 4,
   RAMJET_KIND_EXPORTER = 5,
-  RAMJET_KIND_BACKEND = 6,
-  RAMJET_KIND_COUNT_ = 7 /* not a kind; the number of kinds in this ABI version */
-} ramjet_component_kind;
+  RAMJET_KIND_BACKEND = 6
+};
 
 /* ---- the host API table ----------------------------------------------------------------------------------- */
 
@@ -177,6 +176,8 @@ typedef struct ramjet_transform_vtable {
 
 /* ---- precision_policy ------------------------------------------------------------------------------------- */
 
+/* Out-structs (filled by the callee): the caller sets struct_size to what it allocated; the callee writes at most
+ * that many bytes and sets abi_version. */
 typedef struct ramjet_layer_dtypes {
   uint32_t struct_size;
   uint32_t abi_version;
@@ -200,25 +201,31 @@ typedef struct ramjet_precision_policy_vtable {
 
 /* ---- strategy --------------------------------------------------------------------------------------------- */
 
-typedef enum ramjet_reduce_op {
-  RAMJET_REDUCE_SUM = 0,
-  RAMJET_REDUCE_MEAN = 1,
-  RAMJET_REDUCE_MAX = 2,
-  RAMJET_REDUCE_MIN = 3
-} ramjet_reduce_op;
+typedef int32_t ramjet_reduce_op;
+enum { RAMJET_REDUCE_SUM = 0, RAMJET_REDUCE_MEAN = 1, RAMJET_REDUCE_MAX = 2, RAMJET_REDUCE_MIN = 3 };
+
+/* Arguments of every collective. `stream` is the backend's queue (a cudaStream_t for the cuda backend, NULL on
+ * CPU) so a GPU strategy can enqueue on it instead of synchronising the device. */
+typedef struct ramjet_collective_args {
+  uint32_t struct_size;
+  uint32_t abi_version;
+  ramjet_reduce_op op; /* all-reduce only */
+  int32_t root;        /* broadcast only */
+  void* stream;
+} ramjet_collective_args;
 
 typedef struct ramjet_strategy_vtable {
   RAMJET_VTABLE_HEAD;
   ramjet_status (*rank)(void* self, int32_t* out_rank, ramjet_error* error);
   ramjet_status (*world_size)(void* self, int32_t* out_size, ramjet_error* error);
-  /* In place: every rank ends with root's values. */
-  ramjet_status (*broadcast)(void* self, DLTensor* tensor, int32_t root, ramjet_error* error);
-  /* In place, blocking. */
-  ramjet_status (*all_reduce)(void* self, DLTensor* tensor, ramjet_reduce_op op, ramjet_error* error);
+  /* In place: every rank ends with args->root's values. */
+  ramjet_status (*broadcast)(void* self, DLTensor* tensor, const ramjet_collective_args* args, ramjet_error* error);
+  /* In place, complete on return (or, with a stream, complete in stream order). */
+  ramjet_status (*all_reduce)(void* self, DLTensor* tensor, const ramjet_collective_args* args, ramjet_error* error);
   ramjet_status (*barrier)(void* self, ramjet_error* error);
   /* Non-blocking all-reduce for overlapping with backward; finish with all_reduce_wait. Optional (both). */
-  ramjet_status (*all_reduce_start)(void* self, DLTensor* tensor, ramjet_reduce_op op, uint64_t* out_handle,
-                                    ramjet_error* error);
+  ramjet_status (*all_reduce_start)(void* self, DLTensor* tensor, const ramjet_collective_args* args,
+                                    uint64_t* out_handle, ramjet_error* error);
   ramjet_status (*all_reduce_wait)(void* self, uint64_t handle, ramjet_error* error);
 } ramjet_strategy_vtable;
 
@@ -245,8 +252,34 @@ typedef struct ramjet_exporter_vtable {
 /* A compiled graph, owned by the backend instance that made it. */
 typedef struct ramjet_program ramjet_program;
 
-/* Called for each tapped activation during forward (calibration, debugging). The tensor is valid for the call. */
-typedef void (*ramjet_tap_fn)(void* user, const char* tensor_name, const DLTensor* value);
+/* Called for each tapped activation during forward (calibration, debugging), on the thread that called forward.
+ * The tensor is CPU-readable (a device backend copies it to the host first) and valid only during the call. A
+ * non-OK return aborts the forward, which returns that status and message. */
+typedef ramjet_status (*ramjet_tap_fn)(void* user, const char* tensor_name, const DLTensor* value,
+                                       ramjet_error* error);
+
+/* Called during backward as each parameter's gradient becomes final (reverse layer order), so the host can start
+ * all-reducing a bucket while the rest of backward runs. */
+typedef void (*ramjet_grad_ready_fn)(void* user, const char* parameter_name, DLTensor* gradient);
+
+typedef struct ramjet_forward_args {
+  uint32_t struct_size;
+  uint32_t abi_version;
+  int32_t training; /* keep what backward needs; dropout and batch-norm statistics in training mode */
+  uint32_t reserved_;
+  uint64_t seed;    /* per-step seed for dropout, derived by the host from (run seed, step) */
+  int64_t step;
+} ramjet_forward_args;
+
+typedef struct ramjet_backward_args {
+  uint32_t struct_size;
+  uint32_t abi_version;
+  float loss_scale;  /* multiply the loss by this before back-propagating (dynamic loss scaling) */
+  int32_t accumulate; /* add into the gradient buffers instead of overwriting them (gradient accumulation) */
+  ramjet_grad_ready_fn grad_ready; /* optional */
+  void* grad_ready_user;
+  int32_t* out_found_nonfinite; /* optional: set to 1 when any gradient is inf or NaN, else 0 */
+} ramjet_backward_args;
 
 typedef struct ramjet_update_args {
   uint32_t struct_size;
@@ -262,11 +295,12 @@ typedef struct ramjet_backend_vtable {
   ramjet_status (*compile)(void* self, const char* graph_json, const char* options_json, ramjet_program** out,
                            ramjet_error* error);
   void (*program_destroy)(void* self, ramjet_program* program);
-  /* Run the graph. With training != 0, keep what backward needs. Outputs are written into `outputs`. */
-  ramjet_status (*forward)(void* self, ramjet_program* program, ramjet_example* inputs, int32_t training,
-                           ramjet_example* outputs, ramjet_error* error);
+  /* Run the graph on `inputs`; outputs (and the loss, when labels are among the inputs) go into `outputs`. */
+  ramjet_status (*forward)(void* self, ramjet_program* program, const ramjet_forward_args* args,
+                           ramjet_example* inputs, ramjet_example* outputs, ramjet_error* error);
   /* Back-propagate the loss of the last training forward into the gradient buffers. */
-  ramjet_status (*backward)(void* self, ramjet_program* program, ramjet_error* error);
+  ramjet_status (*backward)(void* self, ramjet_program* program, const ramjet_backward_args* args,
+                            ramjet_error* error);
   /* Apply one optimizer step to the parameters from the current gradients. */
   ramjet_status (*optimizer_update)(void* self, ramjet_program* program, const ramjet_update_args* args,
                                     ramjet_error* error);
@@ -287,7 +321,7 @@ typedef struct ramjet_component {
   uint32_t struct_size;
   uint32_t abi_version;
   ramjet_component_kind kind;
-  uint32_t reserved_;
+  int32_t reserved_;
   const char* name;   /* unique within its kind across loaded plugins (see README: duplicate rule) */
   const void* vtable; /* points to the vtable struct of `kind`, e.g. ramjet_transform_vtable */
 } ramjet_component;
@@ -298,7 +332,9 @@ typedef struct ramjet_plugin {
   const char* name;
   const char* version;
   size_t component_count;
-  const ramjet_component* components; /* static storage: valid until the library is unloaded */
+  /* Pointers, not an array of structs, so ramjet_component can grow without changing the stride. Static storage:
+     valid until the library is unloaded. */
+  const ramjet_component* const* components;
 } ramjet_plugin;
 
 /*
@@ -312,32 +348,65 @@ typedef ramjet_status (*ramjet_plugin_entry_fn)(const ramjet_host_api* host, uin
 
 /* ---- frozen layouts of ABI version 1 (LP64) --------------------------------------------------------------- */
 
+/* The size of each struct as ABI version 1 defined it. A reader accepts any struct at least this large: later
+ * versions only append. These never change; the static asserts below keep the header honest. */
+#define RAMJET_HOST_API_V1_SIZE 104u
+#define RAMJET_CREATE_INFO_V1_SIZE 48u
+#define RAMJET_DATA_SOURCE_VTABLE_V1_SIZE 88u
+#define RAMJET_TRANSFORM_VTABLE_V1_SIZE 32u
+#define RAMJET_LAYER_DTYPES_V1_SIZE 16u
+#define RAMJET_PRECISION_POLICY_VTABLE_V1_SIZE 64u
+#define RAMJET_COLLECTIVE_ARGS_V1_SIZE 24u
+#define RAMJET_STRATEGY_VTABLE_V1_SIZE 80u
+#define RAMJET_QUANTIZER_VTABLE_V1_SIZE 40u
+#define RAMJET_EXPORTER_VTABLE_V1_SIZE 32u
+#define RAMJET_FORWARD_ARGS_V1_SIZE 32u
+#define RAMJET_BACKWARD_ARGS_V1_SIZE 40u
+#define RAMJET_UPDATE_ARGS_V1_SIZE 24u
+#define RAMJET_BACKEND_VTABLE_V1_SIZE 88u
+#define RAMJET_COMPONENT_V1_SIZE 32u
+#define RAMJET_PLUGIN_V1_SIZE 40u
+
 #if defined(__cplusplus)
 #define RAMJET_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
 #else
 #define RAMJET_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 #endif
 
+/* DLPack is part of this ABI: both sides must agree on its layout. */
+#if !defined(DLPACK_VERSION) || DLPACK_VERSION < 60
+#error "ramjet needs DLPack 0.6 or newer (Debian: libdlpack-dev)"
+#endif
+RAMJET_STATIC_ASSERT(sizeof(DLDataType) == 4, "DLDataType layout");
+RAMJET_STATIC_ASSERT(sizeof(DLDevice) == 8, "DLDevice layout");
+RAMJET_STATIC_ASSERT(sizeof(int32_t) == 4 && sizeof(ramjet_status) == 4, "fixed-width codes");
+
 #if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu
+RAMJET_STATIC_ASSERT(sizeof(DLTensor) == 48, "DLTensor layout");
+RAMJET_STATIC_ASSERT(sizeof(DLManagedTensor) == 64, "DLManagedTensor layout");
 RAMJET_STATIC_ASSERT(offsetof(ramjet_host_api, log) == 8, "ramjet_host_api v1 layout is frozen");
 RAMJET_STATIC_ASSERT(offsetof(ramjet_host_api, example_remove) == 96, "ramjet_host_api v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_host_api) == 104, "ramjet_host_api v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_create_info) == 48, "ramjet_create_info v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_host_api) == RAMJET_HOST_API_V1_SIZE, "ramjet_host_api v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_create_info) == RAMJET_CREATE_INFO_V1_SIZE, "ramjet_create_info v1 layout is frozen");
 RAMJET_STATIC_ASSERT(offsetof(ramjet_data_source_vtable, cardinality) == 24, "data_source v1 layout is frozen");
 RAMJET_STATIC_ASSERT(offsetof(ramjet_data_source_vtable, restore_state) == 80, "data_source v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_data_source_vtable) == 88, "data_source v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_transform_vtable) == 32, "transform v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_layer_dtypes) == 16, "ramjet_layer_dtypes v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_precision_policy_vtable) == 64, "precision_policy v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_strategy_vtable) == 80, "strategy v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_quantizer_vtable) == 40, "quantizer v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_exporter_vtable) == 32, "exporter v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_update_args) == 24, "ramjet_update_args v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_data_source_vtable) == RAMJET_DATA_SOURCE_VTABLE_V1_SIZE, "data_source v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_transform_vtable) == RAMJET_TRANSFORM_VTABLE_V1_SIZE, "transform v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_layer_dtypes) == RAMJET_LAYER_DTYPES_V1_SIZE, "ramjet_layer_dtypes v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_precision_policy_vtable) == RAMJET_PRECISION_POLICY_VTABLE_V1_SIZE,
+                     "precision_policy v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_collective_args) == RAMJET_COLLECTIVE_ARGS_V1_SIZE, "collective args v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_strategy_vtable) == RAMJET_STRATEGY_VTABLE_V1_SIZE, "strategy v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_quantizer_vtable) == RAMJET_QUANTIZER_VTABLE_V1_SIZE, "quantizer v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_exporter_vtable) == RAMJET_EXPORTER_VTABLE_V1_SIZE, "exporter v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_forward_args) == RAMJET_FORWARD_ARGS_V1_SIZE, "forward args v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_backward_args) == RAMJET_BACKWARD_ARGS_V1_SIZE, "backward args v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_update_args) == RAMJET_UPDATE_ARGS_V1_SIZE, "ramjet_update_args v1 layout is frozen");
 RAMJET_STATIC_ASSERT(offsetof(ramjet_backend_vtable, compile) == 24, "backend v1 layout is frozen");
 RAMJET_STATIC_ASSERT(offsetof(ramjet_backend_vtable, set_taps) == 80, "backend v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_backend_vtable) == 88, "backend v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_component) == 32, "ramjet_component v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_plugin) == 40, "ramjet_plugin v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_backend_vtable) == RAMJET_BACKEND_VTABLE_V1_SIZE, "backend v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_component) == RAMJET_COMPONENT_V1_SIZE, "ramjet_component v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_plugin) == RAMJET_PLUGIN_V1_SIZE, "ramjet_plugin v1 layout is frozen");
 #endif
 
 #ifdef __cplusplus

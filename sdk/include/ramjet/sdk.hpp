@@ -17,8 +17,12 @@
 
 #include <ramjet/abi.h>
 
+#include <array>
+#include <atomic>
 #include <concepts>
 #include <cstring>
+#include <limits>
+#include <system_error>
 #include <filesystem>
 #include <memory>
 #include <new>
@@ -47,19 +51,25 @@ class Error : public std::runtime_error {
 
 // ---- the host table ----------------------------------------------------------------------------------------
 
+// Everything the SDK instantiates in a plugin is hidden explicitly, so two plugins never share a vtable or the
+// host table through STB_GNU_UNIQUE symbols, whatever flags the plugin is built with.
+#define RAMJET_SDK_HIDDEN [[gnu::visibility("hidden")]]
+
 namespace detail {
-// One per plugin library (hidden visibility makes this inline variable library-local).
-inline const ramjet_host_api* host_table = nullptr;
+// One per plugin library. Set by the entry call; read from any thread.
+RAMJET_SDK_HIDDEN inline std::atomic<const ramjet_host_api*> host_table{nullptr};
 }  // namespace detail
 
 inline const ramjet_host_api& host() {
-  if (detail::host_table == nullptr) throw Error(RAMJET_ERR_INTERNAL, "ramjet host API used before the entry call");
-  return *detail::host_table;
+  const ramjet_host_api* table = detail::host_table.load(std::memory_order_acquire);
+  if (table == nullptr) throw Error(RAMJET_ERR_INTERNAL, "ramjet host API used before the entry call");
+  return *table;
 }
 
 inline void log(ramjet_log_level level, std::string_view source, std::string_view message) {
-  if (detail::host_table == nullptr) return;
-  host().log(level, std::string(source).c_str(), std::string(message).c_str());
+  const ramjet_host_api* table = detail::host_table.load(std::memory_order_acquire);
+  if (table == nullptr) return;
+  table->log(level, std::string(source).c_str(), std::string(message).c_str());
 }
 
 // ---- dtypes ------------------------------------------------------------------------------------------------
@@ -105,6 +115,7 @@ inline bool parse_dtype(std::string_view name, DLDataType& out) {
   return false;
 }
 
+// Shapes come from the host, which refuses tensors whose element count overflows int64.
 inline int64_t element_count(const DLTensor& t) {
   int64_t n = 1;
   for (int32_t i = 0; i < t.ndim; ++i) n *= t.shape[i];
@@ -146,8 +157,10 @@ class SeededRandom {
   double uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }  // [0, 1)
   double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
   bool bernoulli(double p) { return uniform() < p; }
-  int64_t integer(int64_t lo, int64_t hi) {  // [lo, hi)
-    return lo + static_cast<int64_t>(next_u64() % static_cast<uint64_t>(hi - lo));
+  int64_t integer(int64_t lo, int64_t hi) {  // [lo, hi); lo when the range is empty
+    if (hi <= lo) return lo;
+    const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+    return static_cast<int64_t>(static_cast<uint64_t>(lo) + next_u64() % span);
   }
 
  private:
@@ -199,19 +212,27 @@ class Example {
  public:
   explicit Example(ramjet_example* raw) : raw_(raw) {}
   size_t size() const { return host().example_size(raw_); }
-  std::string_view name(size_t i) const { return host().example_name(raw_, i); }
+  std::string_view name(size_t i) const {
+    const char* n = host().example_name(raw_, i);
+    return n ? std::string_view(n) : std::string_view();
+  }
   DLTensor* at(size_t i) { return host().example_at(raw_, i); }
-  DLTensor* find(std::string_view name) { return host().example_find(raw_, std::string(name).c_str()); }
-  DLTensor& get(std::string_view name) {
+  // Names are passed to the host as C strings; std::string keys avoid a copy on this per-element path.
+  DLTensor* find(const char* name) { return host().example_find(raw_, name); }
+  DLTensor* find(const std::string& name) { return find(name.c_str()); }
+  DLTensor& get(const char* name) {
     DLTensor* t = find(name);
-    if (t == nullptr) throw Error(RAMJET_ERR_INVALID_ARGUMENT, "the example has no tensor named '" + std::string(name) + "'");
+    if (t == nullptr) throw Error(RAMJET_ERR_INVALID_ARGUMENT, std::string("the example has no tensor named '") + name + "'");
     return *t;
   }
-  void set(std::string_view name, Tensor&& tensor) {
-    ramjet_status s = host().example_set(raw_, std::string(name).c_str(), tensor.release());
-    if (s != RAMJET_OK) throw Error(s, "cannot set tensor '" + std::string(name) + "'");
+  DLTensor& get(const std::string& name) { return get(name.c_str()); }
+  void set(const char* name, Tensor&& tensor) {
+    ramjet_status s = host().example_set(raw_, name, tensor.release());
+    if (s != RAMJET_OK) throw Error(s, std::string("cannot set tensor '") + name + "'");
   }
-  void remove(std::string_view name) { host().example_remove(raw_, std::string(name).c_str()); }
+  void set(const std::string& name, Tensor&& tensor) { set(name.c_str(), std::move(tensor)); }
+  void remove(const char* name) { host().example_remove(raw_, name); }
+  void remove(const std::string& name) { remove(name.c_str()); }
   ramjet_example* raw() { return raw_; }
 
  private:
@@ -231,6 +252,8 @@ class Config {
   explicit Config(const ramjet_create_info& info)
       : where_(info.where ? info.where : "<config>"), base_dir_(info.base_dir ? info.base_dir : ""),
         seed_(info.seed), num_threads_(info.num_threads) {
+    if (info.struct_size < RAMJET_CREATE_INFO_V1_SIZE)
+      throw Error(RAMJET_ERR_VERSION_MISMATCH, "ramjet_create_info from the host is too small");
     try {
       json_ = nlohmann::json::parse(info.config_json ? info.config_json : "{}");
     } catch (const std::exception& e) {
@@ -258,21 +281,38 @@ class Config {
     return it == json_.end() ? fallback : convert<T>(*it, key);
   }
   // A path field, resolved against the manifest's directory when relative.
-  std::filesystem::path path(std::string_view key) const {
-    std::filesystem::path p = get<std::string>(key);
+  std::filesystem::path path(std::string_view key) const { return resolve(get<std::string>(key)); }
+  // Any path (e.g. an entry of an array field), resolved the same way.
+  std::filesystem::path resolve(const std::filesystem::path& p) const {
     return p.is_absolute() || base_dir_.empty() ? p : base_dir_ / p;
   }
 
  private:
   template <class T>
   T convert(const nlohmann::json& value, std::string_view key) const {
-    try {
-      if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
-        if (!value.is_number()) throw std::invalid_argument("expected a number, got " + std::string(value.type_name()));
-      }
+    auto fail = [&](const std::string& why) { return Error(RAMJET_ERR_INVALID_ARGUMENT, where(key) + ": " + why); };
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // Integers must be integral and in range: no silent truncation, wrap-around or float-to-int UB.
+      long double v;
+      if (value.is_number_integer()) v = value.is_number_unsigned() ? static_cast<long double>(value.get<uint64_t>())
+                                                                    : static_cast<long double>(value.get<int64_t>());
+      else if (value.is_number_float()) v = value.get<double>();
+      else throw fail("expected an integer, got " + std::string(value.type_name()));
+      if (v != static_cast<long double>(static_cast<int64_t>(v)) && !value.is_number_unsigned())
+        throw fail("expected an integer, got " + value.dump());
+      if (v < static_cast<long double>(std::numeric_limits<T>::min()) ||
+          v > static_cast<long double>(std::numeric_limits<T>::max()))
+        throw fail(value.dump() + " is out of range");
+      return static_cast<T>(v);
+    } else if constexpr (std::is_floating_point_v<T>) {
+      if (!value.is_number()) throw fail("expected a number, got " + std::string(value.type_name()));
       return value.get<T>();
-    } catch (const std::exception& e) {
-      throw Error(RAMJET_ERR_INVALID_ARGUMENT, where(key) + ": " + e.what());
+    } else {
+      try {
+        return value.get<T>();
+      } catch (const std::exception& e) {
+        throw fail(e.what());
+      }
     }
   }
 
@@ -288,7 +328,8 @@ class Config {
 namespace detail {
 
 inline void report(ramjet_error* error, ramjet_status status, const char* message) noexcept {
-  if (host_table != nullptr && error != nullptr) host_table->error_set(error, status, message);
+  const ramjet_host_api* table = host_table.load(std::memory_order_acquire);
+  if (table != nullptr && error != nullptr) table->error_set(error, status, message);
 }
 
 // Runs `body`, turning every exception into a status and message.
@@ -298,8 +339,15 @@ ramjet_status guard(ramjet_error* error, F&& body) noexcept {
     body();
     return RAMJET_OK;
   } catch (const Error& e) {
-    report(error, e.status(), e.what());
-    return e.status();
+    const ramjet_status status = e.status() == RAMJET_OK ? RAMJET_ERR_INTERNAL : e.status();
+    report(error, status, e.what());
+    return status;
+  } catch (const nlohmann::json::exception& e) {
+    report(error, RAMJET_ERR_INVALID_ARGUMENT, e.what());
+    return RAMJET_ERR_INVALID_ARGUMENT;
+  } catch (const std::system_error& e) {  // includes std::filesystem::filesystem_error and ios_base::failure
+    report(error, RAMJET_ERR_IO, e.what());
+    return RAMJET_ERR_IO;
   } catch (const std::bad_alloc&) {
     report(error, RAMJET_ERR_OUT_OF_MEMORY, "out of memory");
     return RAMJET_ERR_OUT_OF_MEMORY;
@@ -333,19 +381,32 @@ inline ramjet_component component(ramjet_component_kind kind, const char* name, 
   return {sizeof(ramjet_component), RAMJET_ABI_VERSION, kind, 0, name, vtable};
 }
 
+template <size_t N>
+std::array<const ramjet_component*, N> pointers_to(const ramjet_component (&components)[N]) {
+  std::array<const ramjet_component*, N> out{};
+  for (size_t i = 0; i < N; ++i) out[i] = &components[i];
+  return out;
+}
+
+// The oldest ABI version this SDK's plugins can still serve. Raise it only when a version is dropped.
+inline constexpr uint32_t kAbiMin = 1;
+
 inline ramjet_status negotiate(const ramjet_host_api* host, uint32_t host_min, uint32_t host_max,
-                               const ramjet_plugin* plugin, const ramjet_plugin** out, ramjet_error* error) noexcept {
-  if (host == nullptr || out == nullptr) return RAMJET_ERR_INVALID_ARGUMENT;
-  if (host->struct_size < sizeof(ramjet_host_api)) return RAMJET_ERR_VERSION_MISMATCH;  // cannot even report
-  host_table = host;
-  if (RAMJET_ABI_VERSION < host_min || RAMJET_ABI_VERSION > host_max) {
-    std::string m = "plugin '" + std::string(plugin->name) + "' speaks ABI " + std::to_string(RAMJET_ABI_VERSION) +
-                    ", host speaks " + std::to_string(host_min) + ".." + std::to_string(host_max);
-    report(error, RAMJET_ERR_VERSION_MISMATCH, m.c_str());
-    return RAMJET_ERR_VERSION_MISMATCH;
-  }
-  *out = plugin;
-  return RAMJET_OK;
+                               ramjet_plugin* plugin, const ramjet_plugin** out, ramjet_error* error) noexcept {
+  if (host == nullptr || out == nullptr || plugin == nullptr) return RAMJET_ERR_INVALID_ARGUMENT;
+  if (host->struct_size < RAMJET_HOST_API_V1_SIZE) return RAMJET_ERR_VERSION_MISMATCH;  // cannot even report
+  host_table.store(host, std::memory_order_release);
+  return guard(error, [&] {
+    // The newest version both sides speak.
+    const uint32_t chosen = std::min<uint32_t>(RAMJET_ABI_VERSION, host_max);
+    if (chosen < std::max<uint32_t>(kAbiMin, host_min))
+      throw Error(RAMJET_ERR_VERSION_MISMATCH, "plugin '" + std::string(plugin->name ? plugin->name : "?") +
+                                                   "' speaks ABI " + std::to_string(kAbiMin) + ".." +
+                                                   std::to_string(RAMJET_ABI_VERSION) + ", the host speaks " +
+                                                   std::to_string(host_min) + ".." + std::to_string(host_max));
+    plugin->abi_version = chosen;
+    *out = plugin;
+  });
 }
 
 }  // namespace detail
@@ -389,7 +450,7 @@ struct DataSourceAdapter {
   static ramjet_status get(void* self, int64_t index, ramjet_example* out, ramjet_error* error) noexcept {
     return detail::guard(error, [&] {
       Example ex(out);
-      detail::self_of<T>(self).get(index, ex);
+      static_cast<const T*>(self)->get(index, ex);  // the const, thread-safe overload
     });
   }
   static ramjet_status next(void* self, ramjet_example* out, int32_t* has, ramjet_error* error) noexcept {
@@ -415,7 +476,7 @@ struct DataSourceAdapter {
 };
 
 template <class T>
-inline constexpr ramjet_data_source_vtable data_source_vtable = {
+RAMJET_SDK_HIDDEN inline constexpr ramjet_data_source_vtable data_source_vtable = {
     sizeof(ramjet_data_source_vtable), RAMJET_ABI_VERSION, &detail::create<T>, &detail::destroy<T>,
     &DataSourceAdapter<T>::cardinality,
     RAMJET_SDK_OPTIONAL_SLOT((requires(const T& t) { t.element_spec(); }), &DataSourceAdapter<T>::element_spec),
@@ -446,7 +507,7 @@ struct TransformAdapter {
 };
 
 template <class T>
-inline constexpr ramjet_transform_vtable transform_vtable = {sizeof(ramjet_transform_vtable), RAMJET_ABI_VERSION,
+RAMJET_SDK_HIDDEN inline constexpr ramjet_transform_vtable transform_vtable = {sizeof(ramjet_transform_vtable), RAMJET_ABI_VERSION,
                                                              &detail::create<T>, &detail::destroy<T>,
                                                              &TransformAdapter<T>::apply};
 
@@ -467,9 +528,11 @@ struct PrecisionPolicyAdapter {
                                     ramjet_error* error) noexcept {
     return detail::guard(error, [&] {
       ramjet_layer_dtypes d = detail::self_of<T>(self).layer_dtypes(nlohmann::json::parse(layer_json));
-      d.struct_size = sizeof(ramjet_layer_dtypes);
       d.abi_version = RAMJET_ABI_VERSION;
-      *out = d;
+      const uint32_t room = out->struct_size;  // the caller's allocation: never write past it
+      if (room < RAMJET_LAYER_DTYPES_V1_SIZE) throw Error(RAMJET_ERR_VERSION_MISMATCH, "layer_dtypes: out struct too small");
+      d.struct_size = static_cast<uint32_t>(std::min<size_t>(room, sizeof d));
+      std::memcpy(out, &d, d.struct_size);
     });
   }
   static ramjet_status loss_scale(void* self, float* out, ramjet_error* error) noexcept {
@@ -489,7 +552,7 @@ struct PrecisionPolicyAdapter {
 };
 
 template <class T>
-inline constexpr ramjet_precision_policy_vtable precision_policy_vtable = {
+RAMJET_SDK_HIDDEN inline constexpr ramjet_precision_policy_vtable precision_policy_vtable = {
     sizeof(ramjet_precision_policy_vtable), RAMJET_ABI_VERSION, &detail::create<T>, &detail::destroy<T>,
     &PrecisionPolicyAdapter<T>::layer_dtypes, &PrecisionPolicyAdapter<T>::loss_scale, &PrecisionPolicyAdapter<T>::update,
     RAMJET_SDK_OPTIONAL_SLOT((requires(const T& t) { t.save_state(); }), &PrecisionPolicyAdapter<T>::save_state),
@@ -501,9 +564,10 @@ ramjet_component precision_policy(const char* name) {
 }
 
 // ---- strategy ----------------------------------------------------------------------------------------------
-// Required: T(const Config&); int rank() const; int world_size() const; void broadcast(DLTensor&, int root);
-//           void all_reduce(DLTensor&, ramjet_reduce_op); void barrier();
-// Optional: uint64_t all_reduce_start(DLTensor&, ramjet_reduce_op); void all_reduce_wait(uint64_t handle).
+// Required: T(const Config&); int rank() const; int world_size() const;
+//           void broadcast(DLTensor&, const ramjet_collective_args&); void all_reduce(DLTensor&, const ramjet_collective_args&);
+//           void barrier();
+// Optional: uint64_t all_reduce_start(DLTensor&, const ramjet_collective_args&); void all_reduce_wait(uint64_t handle).
 
 template <class T>
 struct StrategyAdapter {
@@ -513,18 +577,25 @@ struct StrategyAdapter {
   static ramjet_status world_size(void* self, int32_t* out, ramjet_error* error) noexcept {
     return detail::guard(error, [&] { *out = detail::self_of<T>(self).world_size(); });
   }
-  static ramjet_status broadcast(void* self, DLTensor* t, int32_t root, ramjet_error* error) noexcept {
-    return detail::guard(error, [&] { detail::self_of<T>(self).broadcast(*t, root); });
+  static ramjet_status broadcast(void* self, DLTensor* t, const ramjet_collective_args* args,
+                                 ramjet_error* error) noexcept {
+    return detail::guard(error, [&] { detail::self_of<T>(self).broadcast(*t, checked(args)); });
   }
-  static ramjet_status all_reduce(void* self, DLTensor* t, ramjet_reduce_op op, ramjet_error* error) noexcept {
-    return detail::guard(error, [&] { detail::self_of<T>(self).all_reduce(*t, op); });
+  static ramjet_status all_reduce(void* self, DLTensor* t, const ramjet_collective_args* args,
+                                  ramjet_error* error) noexcept {
+    return detail::guard(error, [&] { detail::self_of<T>(self).all_reduce(*t, checked(args)); });
+  }
+  static const ramjet_collective_args& checked(const ramjet_collective_args* args) {
+    if (args == nullptr || args->struct_size < RAMJET_COLLECTIVE_ARGS_V1_SIZE)
+      throw Error(RAMJET_ERR_VERSION_MISMATCH, "collective arguments missing or too small");
+    return *args;
   }
   static ramjet_status barrier(void* self, ramjet_error* error) noexcept {
     return detail::guard(error, [&] { detail::self_of<T>(self).barrier(); });
   }
-  static ramjet_status all_reduce_start(void* self, DLTensor* t, ramjet_reduce_op op, uint64_t* handle,
-                                        ramjet_error* error) noexcept {
-    return detail::guard(error, [&] { *handle = detail::self_of<T>(self).all_reduce_start(*t, op); });
+  static ramjet_status all_reduce_start(void* self, DLTensor* t, const ramjet_collective_args* args,
+                                        uint64_t* handle, ramjet_error* error) noexcept {
+    return detail::guard(error, [&] { *handle = detail::self_of<T>(self).all_reduce_start(*t, checked(args)); });
   }
   static ramjet_status all_reduce_wait(void* self, uint64_t handle, ramjet_error* error) noexcept {
     return detail::guard(error, [&] { detail::self_of<T>(self).all_reduce_wait(handle); });
@@ -532,13 +603,13 @@ struct StrategyAdapter {
 };
 
 template <class T>
-inline constexpr bool has_async_all_reduce = requires(T& t, DLTensor& d) {
-  t.all_reduce_start(d, RAMJET_REDUCE_SUM);
+inline constexpr bool has_async_all_reduce = requires(T& t, DLTensor& d, const ramjet_collective_args& a) {
+  t.all_reduce_start(d, a);
   t.all_reduce_wait(uint64_t{});
 };
 
 template <class T>
-inline constexpr ramjet_strategy_vtable strategy_vtable = {
+RAMJET_SDK_HIDDEN inline constexpr ramjet_strategy_vtable strategy_vtable = {
     sizeof(ramjet_strategy_vtable), RAMJET_ABI_VERSION, &detail::create<T>, &detail::destroy<T>,
     &StrategyAdapter<T>::rank, &StrategyAdapter<T>::world_size, &StrategyAdapter<T>::broadcast,
     &StrategyAdapter<T>::all_reduce, &StrategyAdapter<T>::barrier,
@@ -571,7 +642,7 @@ struct QuantizerAdapter {
 };
 
 template <class T>
-inline constexpr ramjet_quantizer_vtable quantizer_vtable = {sizeof(ramjet_quantizer_vtable), RAMJET_ABI_VERSION,
+RAMJET_SDK_HIDDEN inline constexpr ramjet_quantizer_vtable quantizer_vtable = {sizeof(ramjet_quantizer_vtable), RAMJET_ABI_VERSION,
                                                              &detail::create<T>, &detail::destroy<T>,
                                                              &QuantizerAdapter<T>::observe,
                                                              &QuantizerAdapter<T>::quantize};
@@ -593,7 +664,7 @@ struct ExporterAdapter {
 };
 
 template <class T>
-inline constexpr ramjet_exporter_vtable exporter_vtable = {sizeof(ramjet_exporter_vtable), RAMJET_ABI_VERSION,
+RAMJET_SDK_HIDDEN inline constexpr ramjet_exporter_vtable exporter_vtable = {sizeof(ramjet_exporter_vtable), RAMJET_ABI_VERSION,
                                                            &detail::create<T>, &detail::destroy<T>,
                                                            &ExporterAdapter<T>::export_model};
 
@@ -606,10 +677,12 @@ ramjet_component exporter(const char* name) {
 // Required: T(const Config&); a nested type T::Program and
 //   std::unique_ptr<typename T::Program> compile(const nlohmann::json& graph, const nlohmann::json& options);
 // and on T::Program:
-//   void forward(Example& inputs, bool training, Example& outputs); void backward();
+//   void forward(const ramjet_forward_args& args, Example& inputs, Example& outputs);
+//   void backward(const ramjet_backward_args& args);
 //   void optimizer_update(const ramjet_update_args& args);
 //   void get_state(std::string_view which, Example& out); void set_state(std::string_view which, Example& values);
-// Optional on T::Program: void set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, void* user).
+// Optional on T::Program: void set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, void* user)
+// (call the tap with a ramjet_error and throw a ramjet::Error carrying its status if it fails).
 
 template <class T>
 struct BackendAdapter {
@@ -625,19 +698,30 @@ struct BackendAdapter {
     });
   }
   static void program_destroy(void*, ramjet_program* program) noexcept { delete reinterpret_cast<Program*>(program); }
-  static ramjet_status forward(void*, ramjet_program* p, ramjet_example* in, int32_t training, ramjet_example* out,
-                               ramjet_error* error) noexcept {
+  static ramjet_status forward(void*, ramjet_program* p, const ramjet_forward_args* args, ramjet_example* in,
+                               ramjet_example* out, ramjet_error* error) noexcept {
     return detail::guard(error, [&] {
+      if (args == nullptr || args->struct_size < RAMJET_FORWARD_ARGS_V1_SIZE)
+        throw Error(RAMJET_ERR_VERSION_MISMATCH, "forward arguments missing or too small");
       Example i(in), o(out);
-      program_of(p).forward(i, training != 0, o);
+      program_of(p).forward(*args, i, o);
     });
   }
-  static ramjet_status backward(void*, ramjet_program* p, ramjet_error* error) noexcept {
-    return detail::guard(error, [&] { program_of(p).backward(); });
+  static ramjet_status backward(void*, ramjet_program* p, const ramjet_backward_args* args,
+                                ramjet_error* error) noexcept {
+    return detail::guard(error, [&] {
+      if (args == nullptr || args->struct_size < RAMJET_BACKWARD_ARGS_V1_SIZE)
+        throw Error(RAMJET_ERR_VERSION_MISMATCH, "backward arguments missing or too small");
+      program_of(p).backward(*args);
+    });
   }
   static ramjet_status optimizer_update(void*, ramjet_program* p, const ramjet_update_args* args,
                                         ramjet_error* error) noexcept {
-    return detail::guard(error, [&] { program_of(p).optimizer_update(*args); });
+    return detail::guard(error, [&] {
+      if (args == nullptr || args->struct_size < RAMJET_UPDATE_ARGS_V1_SIZE)
+        throw Error(RAMJET_ERR_VERSION_MISMATCH, "update arguments missing or too small");
+      program_of(p).optimizer_update(*args);
+    });
   }
   static ramjet_status get_state(void*, ramjet_program* p, const char* which, ramjet_example* out,
                                  ramjet_error* error) noexcept {
@@ -662,7 +746,7 @@ struct BackendAdapter {
 };
 
 template <class T>
-inline constexpr ramjet_backend_vtable backend_vtable = {
+RAMJET_SDK_HIDDEN inline constexpr ramjet_backend_vtable backend_vtable = {
     sizeof(ramjet_backend_vtable), RAMJET_ABI_VERSION, &detail::create<T>, &detail::destroy<T>,
     &BackendAdapter<T>::compile, &BackendAdapter<T>::program_destroy, &BackendAdapter<T>::forward,
     &BackendAdapter<T>::backward, &BackendAdapter<T>::optimizer_update, &BackendAdapter<T>::get_state,
@@ -684,8 +768,9 @@ ramjet_component backend(const char* name) {
                                                              uint32_t host_max, const ramjet_plugin** out,   \
                                                              ramjet_error* error) {                          \
     static const ramjet_component components[] = {__VA_ARGS__};                                              \
-    static const ramjet_plugin plugin = {sizeof(ramjet_plugin), RAMJET_ABI_VERSION, NAME, VERSION,           \
-                                         sizeof(components) / sizeof(components[0]), components};            \
+    static const auto pointers = ::ramjet::detail::pointers_to(components);                                   \
+    static ramjet_plugin plugin = {sizeof(ramjet_plugin), RAMJET_ABI_VERSION, NAME, VERSION, pointers.size(), \
+                                   pointers.data()};                                                          \
     return ::ramjet::detail::negotiate(host, host_min, host_max, &plugin, out, error);                        \
   }
 

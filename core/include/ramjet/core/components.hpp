@@ -40,6 +40,10 @@ class ComponentInstance {
   void* self() const { return self_; }
   // The library as an untyped keep-alive handle for examples whose tensors it may have produced.
   std::shared_ptr<const void> library_handle() const { return ref_.library; }
+  // After a call that filled `example`: if any tensor carries a deleter that is not the host's (so its code may
+  // live in this plugin), the example holds the library open. Host-made tensors need nothing, which keeps the
+  // shared reference count off the per-element path.
+  void retain_if_foreign(Example& example) const;
 
  protected:
   template <class VTable>
@@ -60,13 +64,16 @@ class ComponentInstance {
 
 class DataSource : public ComponentInstance {
  public:
-  using ComponentInstance::ComponentInstance;
+  DataSource(ComponentRef ref, const CreateArgs& args);
   int64_t cardinality() const;  // -1 for sequential sources
   bool random_access() const;
   std::optional<nlohmann::json> element_spec() const;
   void get(int64_t index, Example& out) const;  // thread-safe when the source is random-access
   bool next(Example& out);                      // false at the end of a sequential source
   void reset(uint64_t epoch);
+
+ private:
+  bool random_access_ = false;
 };
 
 class Transform : public ComponentInstance {

@@ -1,50 +1,88 @@
-// One input pipeline from the manifest's data section: source -> map -> batch, repeated for `epochs`.
-// Elements are produced in source order; each transform sees a seed derived from (run seed, epoch, index).
+// One input pipeline from the manifest's data section, as tf.data builds one:
+//   source -> take -> shard -> map -> cache -> shuffle -> augment -> batch -> prefetch, repeated for `epochs`.
+// The order is decided up front per epoch (shuffling random-access sources by index), the per-element work runs
+// on a thread pool, and batches are assembled in that order, so the output — random augmentation included — is
+// the same at any parallelism. Each transform's seed derives from (run seed, element id, stage), and for
+// `augment` also the epoch. The iterator's position can be saved and restored mid-epoch.
 #pragma once
 
+#include "ramjet/core/autotune.hpp"
+#include "ramjet/core/batcher.hpp"
 #include "ramjet/core/components.hpp"
-#include "ramjet/core/pipeline_manifest.hpp"
+#include "ramjet/core/element_cache.hpp"
+#include "ramjet/core/parallel_map.hpp"
+#include "ramjet/core/pipeline_spec.hpp"
+#include "ramjet/core/sequencer.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <vector>
 
 namespace ramjet::core {
 
-struct InputPipelineConfig {
-  int64_t batch = 1;
-  bool drop_remainder = false;
-  int64_t epochs = 1;
-  int64_t take = -1;  // elements per epoch; -1 for all
+struct PipelineState {
+  int64_t epoch = 0;
+  int64_t position = 0;  // the next position of `epoch` to produce
+  nlohmann::json to_json() const { return {{"epoch", epoch}, {"position", position}}; }
 };
 
 class InputPipeline {
  public:
-  // `pointer` is the pipeline's JSON pointer, e.g. "/data/train". The manifest must already be valid.
+  // `pointer` is the pipeline's JSON pointer, e.g. "/data/train"; the manifest must be valid.
   InputPipeline(const PipelineManifest& manifest, const std::string& pointer, PluginRegistry& registry,
                 uint64_t run_seed);
+  ~InputPipeline();
 
-  const InputPipelineConfig& config() const { return config_; }
-  const DataSource& source() const { return *source_; }
-  // Elements per epoch, or -1 when the source is sequential.
-  int64_t elements_per_epoch() const;
+  const PipelineSpec& spec() const { return spec_; }
+  // Elements per epoch when known before reading (random-access sources), else -1.
+  int64_t elements_per_epoch() const { return sequencer_->elements_per_epoch(); }
+  // The element spec of the source, if it reports one.
+  std::optional<nlohmann::json> source_element_spec() const;
 
+  // Continue from a saved state. Call before the first next_batch().
+  void restore(const PipelineState& state);
   // The next batch, or nullopt after the last epoch.
   std::optional<Example> next_batch();
-  int64_t epoch() const { return epoch_; }
+  // Where the pipeline stands after the batches returned so far.
+  PipelineState state() const { return state_; }
+
+  // Seconds next_batch() spent waiting for input, since construction.
+  double input_wait_s() const { return wait_s_; }
+  // {"parallelism", "prefetch", "autotune": {...}, "cache": {...}, "skipped", "deterministic"}
+  nlohmann::json report() const;
 
  private:
-  bool next_element(Example& out);
-  void end_epoch();
+  WorkResult process(WorkItem item) const;
+  void start();
+  std::optional<Batch> produce();
+  void tune();
+  size_t chunks_per_batch() const;
+  size_t window_chunks() const;
+  int background_threads(int parallelism) const;
 
-  InputPipelineConfig config_;
+  PipelineSpec spec_;
   uint64_t run_seed_;
-  std::unique_ptr<DataSource> source_;
-  std::vector<Transform> transforms_;
-  int64_t cardinality_ = -1;
-  int64_t epoch_ = 0;
-  int64_t index_ = 0;  // element index within the epoch
+  std::shared_ptr<DataSource> source_;  // random-access source (null when read sequentially)
+  std::vector<Transform> map_, augment_;
+  std::unique_ptr<ElementCache> cache_;
+  std::unique_ptr<Sequencer> sequencer_;
+  std::unique_ptr<Autotuner> autotuner_;
+  std::unique_ptr<ParallelMap> parallel_;
+  std::unique_ptr<BatchAssembly> assembly_;  // set when elements go straight into their batches
+  std::unique_ptr<Batcher> batcher_;
   bool started_ = false;
+  bool consumer_helps_ = false;
+  PipelineState state_;
+
+  using Clock = std::chrono::steady_clock;
+  double wait_s_ = 0;
+  Clock::time_point window_start_{};
+  double window_wait_s_ = 0;
+  uint64_t window_busy_ns_ = 0;
+  int64_t window_batches_ = 0;
 };
 
 }  // namespace ramjet::core

@@ -14,6 +14,9 @@
 
 namespace ramjet::core {
 
+// Component kinds this host knows (abi.h numbers them 0..kKindCount-1).
+inline constexpr int32_t kKindCount = 7;
+
 // The manifest format this host reads (major version must match; minor may be newer).
 inline constexpr int kPluginManifestMajor = 1;
 

@@ -18,6 +18,14 @@ struct RunOptions {
 // Returns the JSON report. Throws InvalidInput / RuntimeFailure.
 nlohmann::json run_pipeline(const PipelineManifest& manifest, PluginRegistry& registry, const RunOptions& options);
 
+// `ramjet pipeline`: drives one input pipeline ("train" or "eval") with no consumer work at all, the way tf.data
+// pipelines are benchmarked, and reports throughput, the tuned settings and peak memory.
+nlohmann::json iterate_pipeline(const PipelineManifest& manifest, const std::string& name, PluginRegistry& registry,
+                                const RunOptions& options);
+
+// The process's peak resident set size in bytes (getrusage).
+int64_t peak_rss_bytes();
+
 // Writes `text` to `path` atomically: a temporary file in the same directory, fsync, rename.
 void write_file_atomically(const std::filesystem::path& path, const std::string& text);
 

@@ -19,7 +19,11 @@ using TensorPtr = std::unique_ptr<DLManagedTensor, ManagedTensorDeleter>;
 
 // A zero-filled, 64-byte aligned, C-contiguous CPU tensor. Null on allocation failure.
 DLManagedTensor* new_cpu_tensor(DLDataType dtype, std::span<const int64_t> shape) noexcept;
-TensorPtr make_tensor(DLDataType dtype, std::span<const int64_t> shape);
+// `zero = false` leaves the data uninitialised, for callers that overwrite every byte.
+DLManagedTensor* new_cpu_tensor(DLDataType dtype, std::span<const int64_t> shape, bool zero) noexcept;
+TensorPtr make_tensor(DLDataType dtype, std::span<const int64_t> shape, bool zero = true);
+// True for tensors made by new_cpu_tensor (their deleter is the host's, not a plugin's).
+bool is_host_tensor(const DLManagedTensor* t) noexcept;
 
 int64_t element_count(const DLTensor& t);
 size_t dtype_size(DLDataType dtype);

@@ -1,0 +1,48 @@
+#include "image_codec.hpp"
+
+#include <cstdio>
+
+namespace stock_images {
+
+ImageFormat sniff_format(const uint8_t* data, size_t size) {
+  static constexpr uint8_t kPng[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (size >= 8 && std::memcmp(data, kPng, 8) == 0) return ImageFormat::png;
+  if (size >= 3 && data[0] == 0xff && data[1] == 0xd8 && data[2] == 0xff) return ImageFormat::jpeg;
+  return ImageFormat::unknown;
+}
+
+ramjet::Tensor decode_image(const uint8_t* data, size_t size, int channels, const std::string& what) {
+  switch (sniff_format(data, size)) {
+    case ImageFormat::png: return decode_png(data, size, channels, what);
+    case ImageFormat::jpeg: return decode_jpeg(data, size, channels, what);
+    case ImageFormat::unknown: break;
+  }
+  if (size == 0) throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + ": is empty, not a PNG or JPEG image");
+  std::string head;
+  for (size_t i = 0; i < size && i < 8; ++i) {
+    char hex[4];
+    std::snprintf(hex, sizeof hex, "%02x", data[i]);
+    head += (i ? " " : "") + std::string(hex);
+  }
+  throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA,
+                      what + ": not a PNG or JPEG image (byte 0 starts with " + head + ", no known signature)");
+}
+
+int channels_from_config(const ramjet::Config& config) {
+  const int channels = config.get_or<int>("channels", 0);
+  if (channels != 0 && channels != 1 && channels != 3)
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT,
+                        config.where("channels") + ": must be 0 (as stored), 1 (gray) or 3 (RGB), got " +
+                            std::to_string(channels));
+  return channels;
+}
+
+void check_image_size(uint64_t height, uint64_t width, uint64_t channels, const std::string& what) {
+  constexpr uint64_t kMaxBytes = uint64_t{1} << 31;
+  if (height == 0 || width == 0 || height * width > kMaxBytes / (channels ? channels : 1))
+    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + ": image header declares " + std::to_string(height) + "x" +
+                                                     std::to_string(width) + "x" + std::to_string(channels) +
+                                                     ", outside the supported 1 byte .. 2 GiB");
+}
+
+}  // namespace stock_images

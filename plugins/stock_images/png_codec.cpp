@@ -1,0 +1,119 @@
+// PNG decoding with libpng's sequential reader (png_read_info, png_read_image), errors routed through our own
+// handlers.
+#include "image_codec.hpp"
+
+#include <png.h>
+
+#include <csetjmp>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+namespace stock_images {
+namespace {
+
+// Everything libpng's callbacks touch. It lives in the C++ caller's frame; the functions that call setjmp only
+// reach it through a pointer, so its values survive the longjmp.
+struct PngJob {
+  const uint8_t* data;
+  size_t size;
+  size_t offset;  // bytes handed to libpng so far
+  bool truncated;
+  png_structp png;
+  png_infop info;
+  std::jmp_buf jump;
+  char message[256];
+};
+
+void on_error(png_structp png, png_const_charp message) {
+  auto* job = static_cast<PngJob*>(png_get_error_ptr(png));
+  std::snprintf(job->message, sizeof job->message, "%s", message ? message : "unknown libpng error");
+  std::longjmp(job->jump, 1);
+}
+
+void on_warning(png_structp, png_const_charp) {}  // benign (ancillary chunk) problems; the pixels are intact
+
+void on_read(png_structp png, png_bytep out, size_t count) {
+  auto* job = static_cast<PngJob*>(png_get_io_ptr(png));
+  if (count > job->size - job->offset) {
+    job->truncated = true;
+    png_error(png, "unexpected end of data");
+  }
+  std::memcpy(out, job->data + job->offset, count);
+  job->offset += count;
+}
+
+// The two steps that can fail inside libpng. No object with a destructor lives in these frames.
+bool read_header(PngJob* job, int channels, png_uint_32* height, png_uint_32* width, int* out_channels) {
+  if (setjmp(job->jump)) return false;
+  png_structp png = job->png;
+  png_infop info = job->info;
+  png_set_read_fn(png, job, on_read);
+  png_read_info(png, info);
+  const int color_type = png_get_color_type(png, info);
+  const bool has_alpha = (color_type & PNG_COLOR_MASK_ALPHA) != 0 || png_get_valid(png, info, PNG_INFO_tRNS) != 0;
+  const bool is_color = (color_type & PNG_COLOR_MASK_COLOR) != 0;
+  png_set_expand(png);  // palette -> RGB, gray < 8 bits -> 8 bits, tRNS -> alpha
+  if (png_get_bit_depth(png, info) == 16) png_set_scale_16(png);
+  if (channels == 1) {
+    if (is_color) png_set_rgb_to_gray_fixed(png, 1, -1, -1);
+    if (has_alpha) png_set_strip_alpha(png);
+  } else if (channels == 3) {
+    if (!is_color) png_set_gray_to_rgb(png);
+    if (has_alpha) png_set_strip_alpha(png);
+  }
+  png_set_interlace_handling(png);
+  png_read_update_info(png, info);
+  *height = png_get_image_height(png, info);
+  *width = png_get_image_width(png, info);
+  *out_channels = png_get_channels(png, info);
+  if (png_get_bit_depth(png, info) != 8 || png_get_rowbytes(png, info) != size_t{*width} * size_t(*out_channels))
+    png_error(png, "unexpected row layout after conversion to 8 bits");
+  return true;
+}
+
+bool read_pixels(PngJob* job, png_bytep* rows) {
+  if (setjmp(job->jump)) return false;
+  png_read_image(job->png, rows);
+  png_read_end(job->png, nullptr);
+  return true;
+}
+
+[[noreturn]] void fail(const PngJob& job, const std::string& what) {
+  if (job.truncated)
+    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + ": truncated PNG: the data ends at byte " +
+                                                     std::to_string(job.size) + " before the image does");
+  throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + ": corrupt PNG near byte " + std::to_string(job.offset) + ": " +
+                                                   job.message);
+}
+
+struct PngJobOwner {
+  PngJob& job;
+  ~PngJobOwner() { png_destroy_read_struct(&job.png, job.info ? &job.info : nullptr, nullptr); }
+};
+
+}  // namespace
+
+ramjet::Tensor decode_png(const uint8_t* data, size_t size, int channels, const std::string& what) {
+  PngJob job{};
+  job.data = data;
+  job.size = size;
+  job.png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &job, on_error, on_warning);
+  if (job.png == nullptr) throw ramjet::Error(RAMJET_ERR_OUT_OF_MEMORY, what + ": cannot create a PNG reader");
+  PngJobOwner owner{job};
+  job.info = png_create_info_struct(job.png);
+  if (job.info == nullptr) throw ramjet::Error(RAMJET_ERR_OUT_OF_MEMORY, what + ": cannot create a PNG reader");
+
+  png_uint_32 height = 0, width = 0;
+  int out_channels = 0;
+  if (!read_header(&job, channels, &height, &width, &out_channels)) fail(job, what);
+  check_image_size(height, width, static_cast<uint64_t>(out_channels), what);
+  ramjet::Tensor image = ramjet::Tensor::zeros(ramjet::dtype_of<uint8_t>(), {int64_t{height}, int64_t{width}, int64_t{out_channels}});
+  uint8_t* pixels = image.data<uint8_t>();
+  std::vector<png_bytep> rows(height);
+  for (png_uint_32 y = 0; y < height; ++y) rows[y] = pixels + size_t{y} * width * size_t(out_channels);
+  if (!read_pixels(&job, rows.data())) fail(job, what);
+  return image;
+}
+
+}  // namespace stock_images

@@ -1,0 +1,299 @@
+#include "tfrecord_source.hpp"
+
+#include "example.pb.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace stock_records {
+namespace {
+
+namespace fs = std::filesystem;
+using Kind = TFRecordSource::Kind;
+using FeatureSpec = TFRecordSource::FeatureSpec;
+
+// JSON pointer token escaping (RFC 6901), for messages that name a feature's field.
+std::string pointer_token(const std::string& s) {
+  std::string out;
+  for (char c : s) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
+}
+
+bool is_pattern(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
+
+void add_files(const ramjet::Config& config, const std::string& entry, std::vector<fs::path>& out) {
+  const fs::path path = config.resolve(entry);
+  if (!is_pattern(entry)) {
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec))
+      throw ramjet::Error(RAMJET_ERR_IO, config.where("files") + ": " + path.string() + ": " +
+                                             (fs::exists(path, ec) ? "not a regular file" : "no such file"));
+    out.push_back(path);
+    return;
+  }
+  glob_t matches{};
+  const int rc = glob(path.c_str(), 0, nullptr, &matches);
+  std::vector<fs::path> found(matches.gl_pathv, matches.gl_pathv + (rc == 0 ? matches.gl_pathc : 0));
+  globfree(&matches);
+  if (rc == GLOB_NOMATCH || (rc == 0 && found.empty()))
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("files") + ": pattern " + path.string() +
+                                                         " matches no files");
+  if (rc != 0)
+    throw ramjet::Error(RAMJET_ERR_IO, config.where("files") + ": cannot expand " + path.string());
+  out.insert(out.end(), found.begin(), found.end());  // glob sorts them
+}
+
+std::vector<fs::path> files_from_config(const ramjet::Config& config) {
+  if (!config.has("files")) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("files") + ": required field is missing");
+  const nlohmann::json& files = config.json().at("files");
+  std::vector<fs::path> out;
+  if (files.is_string()) {
+    add_files(config, files.get<std::string>(), out);
+  } else if (files.is_array() && !files.empty()) {
+    for (const auto& f : files) {
+      if (!f.is_string())
+        throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("files") + ": entries must be strings");
+      add_files(config, f.get<std::string>(), out);
+    }
+  } else {
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT,
+                        config.where("files") + ": must be a path, a glob pattern or a non-empty array of them");
+  }
+  return out;
+}
+
+std::vector<FeatureSpec> features_from_config(const ramjet::Config& config) {
+  if (!config.has("features") || !config.json().at("features").is_object() || config.json().at("features").empty())
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT,
+                        config.where("features") + ": required: an object mapping feature names to {\"type\": ...}");
+  std::vector<FeatureSpec> out;
+  for (const auto& [name, spec] : config.json().at("features").items()) {
+    const std::string at = "features/" + pointer_token(name);
+    auto bad = [&](const std::string& field, const std::string& why) {
+      return ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where(at + (field.empty() ? "" : "/" + field)) + ": " + why);
+    };
+    if (!spec.is_object()) throw bad("", "must be an object with a \"type\"");
+    FeatureSpec f{name, Kind::bytes, std::nullopt, ramjet::dtype_of<uint8_t>()};
+    const std::string type = spec.contains("type") && spec["type"].is_string() ? spec["type"].get<std::string>() : "";
+    if (type == "bytes") f = {name, Kind::bytes, std::nullopt, ramjet::dtype_of<uint8_t>()};
+    else if (type == "int64") f = {name, Kind::int64, std::nullopt, ramjet::dtype_of<int64_t>()};
+    else if (type == "float") f = {name, Kind::float32, std::nullopt, ramjet::dtype_of<float>()};
+    else throw bad("type", "must be \"bytes\", \"int64\" or \"float\"");
+
+    if (spec.contains("dtype")) {
+      const std::string dtype = spec["dtype"].is_string() ? spec["dtype"].get<std::string>() : "";
+      DLDataType d{};
+      bool ok = ramjet::parse_dtype(dtype, d);  // bytes: any dtype (the bytes are reinterpreted)
+      const bool float32_or_64 = d.code == kDLFloat && (d.bits == 32 || d.bits == 64);
+      if (ok && f.kind == Kind::float32) ok = float32_or_64;
+      if (ok && f.kind == Kind::int64) ok = d.code == kDLInt || (d.code == kDLUInt && d.bits == 8) || float32_or_64;
+      if (!ok) throw bad("dtype", "'" + dtype + "' is not a dtype a " + type + " feature can produce");
+      f.dtype = d;
+    }
+    if (spec.contains("shape")) {
+      const auto& s = spec["shape"];
+      if (!s.is_array()) throw bad("shape", "must be an array of dimensions");
+      std::vector<int64_t> dims;
+      int inferred = 0;
+      for (const auto& d : s) {
+        if (!d.is_number_integer() || d.get<int64_t>() < -1) throw bad("shape", "dimensions must be integers >= -1");
+        dims.push_back(d.get<int64_t>());
+        inferred += dims.back() == -1;
+      }
+      if (inferred > 1) throw bad("shape", "at most one dimension may be -1");
+      f.shape = std::move(dims);
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+const char* kind_name(ramjet::tfexample::Feature::KindCase k) {
+  switch (k) {
+    case ramjet::tfexample::Feature::kBytesList: return "bytes";
+    case ramjet::tfexample::Feature::kFloatList: return "float";
+    case ramjet::tfexample::Feature::kInt64List: return "int64";
+    default: return "no values";
+  }
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+template <class To, class From>
+void convert_into(const From* values, int64_t count, void* out, const std::string& what) {
+  To* y = static_cast<To*>(out);
+  for (int64_t i = 0; i < count; ++i) {
+    const From v = values[i];
+    if constexpr (std::is_integral_v<To> && std::is_integral_v<From>) {
+      if (v < static_cast<From>(std::numeric_limits<To>::min()) || v > static_cast<From>(std::numeric_limits<To>::max()))
+        throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + ": value " + std::to_string(v) + " does not fit " +
+                                                         ramjet::dtype_name(ramjet::dtype_of<To>()));
+    }
+    y[i] = static_cast<To>(v);
+  }
+}
+
+template <class From>
+void convert(DLDataType dtype, const From* values, int64_t count, void* out, const std::string& what) {
+  using ramjet::dtype_of, ramjet::same_dtype;
+  if (same_dtype(dtype, dtype_of<int64_t>())) convert_into<int64_t>(values, count, out, what);
+  else if (same_dtype(dtype, dtype_of<int32_t>())) convert_into<int32_t>(values, count, out, what);
+  else if (same_dtype(dtype, dtype_of<int16_t>())) convert_into<int16_t>(values, count, out, what);
+  else if (same_dtype(dtype, dtype_of<int8_t>())) convert_into<int8_t>(values, count, out, what);
+  else if (same_dtype(dtype, dtype_of<uint8_t>())) convert_into<uint8_t>(values, count, out, what);
+  else if (same_dtype(dtype, dtype_of<float>())) convert_into<float>(values, count, out, what);
+  else if (same_dtype(dtype, dtype_of<double>())) convert_into<double>(values, count, out, what);
+  else throw ramjet::Error(RAMJET_ERR_INTERNAL, what + ": no conversion to " + ramjet::dtype_name(dtype));
+}
+
+}  // namespace
+
+TFRecordSource::TFRecordSource(const ramjet::Config& config)
+    : files_(files_from_config(config)), features_(features_from_config(config)),
+      example_(std::make_unique<ramjet::tfexample::Example>()) {}
+
+TFRecordSource::~TFRecordSource() = default;
+
+nlohmann::json TFRecordSource::element_spec() const {
+  nlohmann::json spec = nlohmann::json::object();
+  for (const auto& f : features_) {
+    nlohmann::json shape = nlohmann::json::array();
+    if (f.shape) {
+      for (int64_t d : *f.shape) shape.push_back(d < 0 ? nlohmann::json() : nlohmann::json(d));
+    } else {
+      shape.push_back(nlohmann::json());
+    }
+    spec[f.name] = {{"dtype", ramjet::dtype_name(f.dtype)}, {"shape", shape}};
+  }
+  return spec;
+}
+
+bool TFRecordSource::next(ramjet::Example& out) {
+  while (file_index_ < files_.size()) {
+    if (!reader_) reader_ = std::make_unique<RecordReader>(files_[file_index_], offset_);
+    const uint64_t at = reader_->offset();
+    if (reader_->read(record_)) {
+      try {
+        emit(at, out);
+      } catch (...) {
+        reader_->seek(at);  // a bad record is reported again, never skipped silently
+        throw;
+      }
+      return true;
+    }
+    reader_.reset();
+    ++file_index_;
+    offset_ = 0;
+  }
+  return false;
+}
+
+void TFRecordSource::emit(uint64_t record_offset, ramjet::Example& out) {
+  const std::string where = files_[file_index_].string() + ": TFRecord at byte " + std::to_string(record_offset);
+  if (!example_->ParseFromString(record_))
+    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, where + ": the " + std::to_string(record_.size()) +
+                                                     " data bytes are not a valid tf.train.Example");
+  const auto& map = example_->features().feature();
+  for (const auto& f : features_) {
+    const std::string what = where + ": feature '" + f.name + "'";
+    const auto it = map.find(f.name);
+    if (it == map.end()) throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + " is missing");
+    const auto& feature = it->second;
+    const auto kind = feature.kind_case();
+    const bool matches = kind == ramjet::tfexample::Feature::KIND_NOT_SET ||
+                         (f.kind == Kind::bytes && kind == ramjet::tfexample::Feature::kBytesList) ||
+                         (f.kind == Kind::int64 && kind == ramjet::tfexample::Feature::kInt64List) ||
+                         (f.kind == Kind::float32 && kind == ramjet::tfexample::Feature::kFloatList);
+    if (!matches)
+      throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + " holds " + kind_name(kind) + " values, declared " +
+                                                       (f.kind == Kind::bytes ? "bytes" : f.kind == Kind::int64 ? "int64" : "float"));
+    // The number of output elements the record provides.
+    const std::string* bytes = nullptr;
+    int64_t count = 0;
+    if (f.kind == Kind::bytes) {
+      const int n = feature.bytes_list().value_size();
+      if (n != 1)
+        throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + " holds " + std::to_string(n) + " bytes values, expected 1");
+      bytes = &feature.bytes_list().value(0);
+      const size_t item = ramjet::dtype_bytes(f.dtype);
+      if (bytes->size() % item != 0)
+        throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + ": " + std::to_string(bytes->size()) +
+                                                         " bytes are not a whole number of " +
+                                                         ramjet::dtype_name(f.dtype) + " values");
+      count = static_cast<int64_t>(bytes->size() / item);
+    } else if (f.kind == Kind::int64) {
+      count = feature.int64_list().value_size();
+    } else {
+      count = feature.float_list().value_size();
+    }
+    // Shape: the declared one (with -1 inferred), else 1-D.
+    std::vector<int64_t> shape = f.shape ? *f.shape : std::vector<int64_t>{-1};
+    int64_t known = 1;
+    for (int64_t d : shape) known *= d < 0 ? 1 : d;
+    for (int64_t& d : shape)
+      if (d < 0) d = known > 0 && count % known == 0 ? count / known : -1;
+    int64_t total = 1;
+    for (int64_t d : shape) total *= d;
+    if (total != count || std::find(shape.begin(), shape.end(), -1) != shape.end())
+      throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + " holds " + std::to_string(count) +
+                                                       " values, which do not fit its shape " + shape_text(*f.shape));
+
+    ramjet::Tensor tensor = ramjet::Tensor::zeros(f.dtype, shape);
+    void* data = tensor.dl().data;
+    if (f.kind == Kind::bytes) {
+      if (!bytes->empty()) std::memcpy(data, bytes->data(), bytes->size());
+    } else if (f.kind == Kind::int64) {
+      convert(f.dtype, feature.int64_list().value().data(), count, data, what);
+    } else {
+      convert(f.dtype, feature.float_list().value().data(), count, data, what);
+    }
+    out.set(f.name, std::move(tensor));
+  }
+}
+
+void TFRecordSource::reset(uint64_t) {
+  reader_.reset();
+  file_index_ = 0;
+  offset_ = 0;
+}
+
+std::string TFRecordSource::save_state() const {
+  nlohmann::json state = {{"file_index", file_index_}, {"offset", reader_ ? reader_->offset() : offset_}};
+  if (file_index_ < files_.size()) state["file"] = files_[file_index_].string();
+  return state.dump();
+}
+
+void TFRecordSource::restore_state(std::string_view text) {
+  size_t index = 0;
+  uint64_t offset = 0;
+  std::string file;
+  try {
+    const auto state = nlohmann::json::parse(text);
+    index = state.at("file_index").get<size_t>();
+    offset = state.at("offset").get<uint64_t>();
+    if (state.contains("file")) file = state.at("file").get<std::string>();
+  } catch (const std::exception& e) {
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, std::string("tfrecord: cannot restore the saved state: ") + e.what());
+  }
+  if (index > files_.size() || (index == files_.size() && offset != 0))
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "tfrecord: saved state points at file " + std::to_string(index) +
+                                                         " but there are " + std::to_string(files_.size()) + " files");
+  if (index < files_.size() && !file.empty() && file != files_[index].string())
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "tfrecord: saved state was for " + file + " as file " +
+                                                         std::to_string(index) + ", which is now " +
+                                                         files_[index].string());
+  std::unique_ptr<RecordReader> reader;
+  if (index < files_.size()) reader = std::make_unique<RecordReader>(files_[index], offset);  // checks the offset
+  reader_ = std::move(reader);
+  file_index_ = index;
+  offset_ = offset;
+}
+
+}  // namespace stock_records
