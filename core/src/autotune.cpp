@@ -2,6 +2,7 @@
 
 #include "ramjet/core/log.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace ramjet::core {
@@ -54,6 +55,14 @@ bool Autotuner::observe(const AutotuneWindow& w) {
     return true;
   }
   return false;
+}
+
+void Autotuner::limit_prefetch(int batches) {
+  limits_.max_prefetch = std::max(1, std::min(limits_.max_prefetch, batches));
+  if (limits_.tune_prefetch && prefetch_ > limits_.max_prefetch) {
+    prefetch_ = limits_.max_prefetch;
+    decide("prefetch", prefetch_, "memory budget");
+  }
 }
 
 nlohmann::json Autotuner::report() const {

@@ -248,6 +248,14 @@ std::optional<Example> InputPipeline::next_batch() {
     return std::nullopt;
   }
   state_ = {batch->epoch, batch->end_position};
+  if (!batch_bytes_known_) {
+    // The memory budget caps how many batches prefetching may hold.
+    batch_bytes_known_ = true;
+    const int64_t bytes = std::max<int64_t>(1, static_cast<int64_t>(example_bytes(batch->data)));
+    const int64_t budget = spec_.memory_budget > 0 ? spec_.memory_budget : kDefaultMemoryBudget;
+    autotuner_->limit_prefetch(static_cast<int>(std::clamp<int64_t>(budget / bytes, 1, 16)));
+    if (parallel_) parallel_->set_window(window_chunks());
+  }
   if (++window_batches_ >= kTuneEveryBatches) tune();
   return std::move(batch->data);
 }

@@ -31,6 +31,8 @@ class Autotuner {
   explicit Autotuner(AutotuneLimits limits, int parallelism, int prefetch);
   // Called every few batches with what happened since the last call. Returns true when a knob changed.
   bool observe(const AutotuneWindow& window);
+  // Once a batch's size is known: prefetch may hold at most `batches` of them (the memory budget).
+  void limit_prefetch(int batches);
   int parallelism() const { return parallelism_; }
   int prefetch() const { return prefetch_; }
   nlohmann::json report() const;

@@ -75,6 +75,7 @@ class InputPipeline {
   std::unique_ptr<Batcher> batcher_;
   bool started_ = false;
   bool consumer_helps_ = false;
+  bool batch_bytes_known_ = false;
   PipelineState state_;
 
   using Clock = std::chrono::steady_clock;
