@@ -25,6 +25,9 @@ function(ramjet_add_plugin name)
   if(NOT arg_SOURCES)
     message(FATAL_ERROR "ramjet_add_plugin(${name}): SOURCES is required")
   endif()
+  if(NOT name MATCHES "^[A-Za-z0-9_.-]+$")
+    message(FATAL_ERROR "ramjet_add_plugin(${name}): the name may use letters, digits, '_', '.' and '-' only")
+  endif()
   if(NOT DEFINED RAMJET_ABI_VERSION)
     set(RAMJET_ABI_VERSION 1)
   endif()
@@ -60,9 +63,13 @@ function(ramjet_add_plugin name)
     C_VISIBILITY_PRESET hidden
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
-    LIBRARY_OUTPUT_DIRECTORY ${arg_OUTPUT_DIR}
+    LIBRARY_OUTPUT_DIRECTORY $<1:${arg_OUTPUT_DIR}>
     LINK_DEPENDS ${version_script})
   target_link_options(${target} PRIVATE "LINKER:--version-script=${version_script}" "LINKER:--exclude-libs,ALL")
+  # Unresolved symbols fail at link time, not at load (sanitizer runtimes live in the executable, so not then).
+  if(NOT RAMJET_SANITIZE)
+    target_link_options(${target} PRIVATE "LINKER:-z,defs")
+  endif()
 
   if(NOT arg_NO_MANIFEST)
     # Group PROVIDES by kind: {"transform": ["a", "b"], ...}
@@ -72,8 +79,15 @@ function(ramjet_add_plugin name)
         message(FATAL_ERROR "ramjet_add_plugin(${name}): PROVIDES entry '${item}' is not <kind>=<name>")
       endif()
       set(kind ${CMAKE_MATCH_1})
+      set(component ${CMAKE_MATCH_2})
+      if(NOT kind MATCHES "^(data_source|transform|precision_policy|strategy|quantizer|exporter|backend)$")
+        message(FATAL_ERROR "ramjet_add_plugin(${name}): unknown component kind '${kind}' in PROVIDES")
+      endif()
+      if(NOT component MATCHES "^[A-Za-z0-9_.-]+$")
+        message(FATAL_ERROR "ramjet_add_plugin(${name}): component name '${component}' may use letters, digits, '_', '.' and '-' only")
+      endif()
       list(APPEND kinds ${kind})
-      list(APPEND _names_${kind} "\"${CMAKE_MATCH_2}\"")
+      list(APPEND _names_${kind} "\"${component}\"")
     endforeach()
     list(REMOVE_DUPLICATES kinds)
     set(provides "")
