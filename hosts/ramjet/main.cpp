@@ -92,12 +92,15 @@ int command_validate(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-int command_run(const std::vector<std::string>& args) {
-  po::options_description options("ramjet run MANIFEST");
+// `run` and `pipeline` share their flags: MANIFEST, --report, --set, --quiet (and `pipeline` adds --name).
+int command_running(const std::vector<std::string>& args, bool whole_run) {
+  po::options_description options(whole_run ? "ramjet run MANIFEST" : "ramjet pipeline MANIFEST");
   options.add_options()("help,h", "show this help")("manifest", po::value<std::string>(), "pipeline manifest")(
       "report", po::value<std::string>(), "write a JSON report to FILE")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a field: POINTER=VALUE")(
       "quiet,q", "print nothing but errors");
+  if (!whole_run)
+    options.add_options()("name", po::value<std::string>()->default_value("train"), "which input pipeline: train or eval");
   po::positional_options_description positional;
   positional.add("manifest", 1);
   auto vm = parse(args, options, positional);
@@ -109,31 +112,8 @@ int command_run(const std::vector<std::string>& args) {
   PluginRegistry registry(discovery_options_from_environment());
   RunOptions run_options;
   if (!vm.count("quiet")) run_options.progress = &std::cout;
-  nlohmann::json report = run_pipeline(manifest, registry, run_options);
-  report["ramjet_version"] = RAMJET_VERSION;
-  if (vm.count("report")) write_file_atomically(vm["report"].as<std::string>(), report.dump(2) + "\n");
-  return kExitOk;
-}
-
-int command_pipeline(const std::vector<std::string>& args) {
-  po::options_description options("ramjet pipeline MANIFEST");
-  options.add_options()("help,h", "show this help")("manifest", po::value<std::string>(), "pipeline manifest")(
-      "name", po::value<std::string>()->default_value("train"), "which input pipeline: train or eval")(
-      "report", po::value<std::string>(), "write a JSON report to FILE")(
-      "set", po::value<std::vector<std::string>>()->composing(), "override a field: POINTER=VALUE")(
-      "quiet,q", "print nothing but errors");
-  po::positional_options_description positional;
-  positional.add("manifest", 1);
-  auto vm = parse(args, options, positional);
-  if (vm.count("help")) {
-    std::cout << options;
-    return kExitOk;
-  }
-  PipelineManifest manifest = manifest_from(vm);
-  PluginRegistry registry(discovery_options_from_environment());
-  RunOptions run_options;
-  if (!vm.count("quiet")) run_options.progress = &std::cout;
-  nlohmann::json report = iterate_pipeline(manifest, vm["name"].as<std::string>(), registry, run_options);
+  nlohmann::json report = whole_run ? run_pipeline(manifest, registry, run_options)
+                                    : iterate_pipeline(manifest, vm["name"].as<std::string>(), registry, run_options);
   report["ramjet_version"] = RAMJET_VERSION;
   if (vm.count("report")) write_file_atomically(vm["report"].as<std::string>(), report.dump(2) + "\n");
   return kExitOk;
@@ -157,8 +137,8 @@ int dispatch(int argc, char** argv) {
   }
   if (command == "plugins") return command_plugins(rest);
   if (command == "validate") return command_validate(rest);
-  if (command == "run") return command_run(rest);
-  if (command == "pipeline") return command_pipeline(rest);
+  if (command == "run") return command_running(rest, true);
+  if (command == "pipeline") return command_running(rest, false);
   std::cerr << "ramjet: unknown command '" << command << "'\n" << kUsage;
   return kExitUsage;
 }
