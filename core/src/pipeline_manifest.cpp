@@ -1,6 +1,7 @@
 #include "ramjet/core/pipeline_manifest.hpp"
 
 #include "ramjet/core/failure.hpp"
+#include "ramjet/core/graph.hpp"
 #include "ramjet/core/plugin_registry.hpp"
 
 #include <fstream>
@@ -24,8 +25,8 @@ std::string escape_token(const std::string& key) {
 
 class Validator {
  public:
-  Validator(const PluginRegistry& registry, std::vector<Problem>& problems)
-      : registry_(registry), problems_(problems) {}
+  Validator(const PipelineManifest& manifest, const PluginRegistry& registry, std::vector<Problem>& problems)
+      : manifest_(manifest), registry_(registry), problems_(problems) {}
 
   void root(const json& doc) {
     if (!doc.is_object()) return add("", std::string("the manifest must be a JSON object, got ") + doc.type_name());
@@ -33,15 +34,25 @@ class Validator {
       const std::string p = "/" + escape_token(key);
       if (key == "data") data(value, p);
       else if (key == "seed") non_negative_integer(value, p);
-      else if (key == "model" || key == "train" || key == "export")
+      else if (key == "model") model();
+      else if (key == "train" || key == "export")
         add(p, "the '" + key + "' section is not supported by this version of ramjet yet");
-      else add(p, "unknown field (expected data, seed)");
+      else add(p, "unknown field (expected data, model, seed)");
     }
     if (!doc.contains("data")) add("/data", "required section is missing");
   }
 
  private:
   void add(std::string pointer, std::string message) { problems_.push_back({std::move(pointer), std::move(message)}); }
+
+  // The model is checked by building its graph: shapes are inferred layer by layer, so the first problem stops it.
+  void model() {
+    try {
+      build_graph(manifest_, "/model");
+    } catch (const ManifestError& e) {
+      add(e.pointer, e.message);
+    }
+  }
 
   bool object(const json& v, const std::string& p) {
     if (v.is_object()) return true;
@@ -150,6 +161,7 @@ class Validator {
     }
   }
 
+  const PipelineManifest& manifest_;
   const PluginRegistry& registry_;
   std::vector<Problem>& problems_;
 };
@@ -191,7 +203,7 @@ void apply_override(PipelineManifest& manifest, const std::string& assignment) {
 
 std::vector<Problem> validate_pipeline_manifest(const PipelineManifest& manifest, const PluginRegistry& registry) {
   std::vector<Problem> problems;
-  Validator(registry, problems).root(manifest.doc);
+  Validator(manifest, registry, problems).root(manifest.doc);
   return problems;
 }
 

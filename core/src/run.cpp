@@ -84,6 +84,9 @@ int64_t peak_rss_bytes() {
 
 nlohmann::json run_pipeline(const PipelineManifest& manifest, PluginRegistry& registry, const RunOptions& options) {
   require_valid(manifest, registry);
+  if (manifest.doc.contains("model"))
+    throw InvalidInput(manifest.where("/model") +
+                       ": this version of ramjet cannot train a model yet; `ramjet graph` shows what it builds");
   const uint64_t seed = manifest.doc.value("seed", uint64_t{0});
   nlohmann::json report;
   report["manifest"] = manifest.path.string();

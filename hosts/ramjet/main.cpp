@@ -4,6 +4,7 @@
 //   ramjet run MANIFEST [--report FILE] [--set POINTER=VALUE]... [--quiet]
 // Exit codes: 0 success, 2 bad usage or invalid input, 1 runtime failure.
 #include "ramjet/core/failure.hpp"
+#include "ramjet/core/graph.hpp"
 #include "ramjet/core/log.hpp"
 #include "ramjet/core/pipeline_manifest.hpp"
 #include "ramjet/core/plugin_listing.hpp"
@@ -36,6 +37,7 @@ const char* kUsage =
     "  plugins [--json] [--load]                     list plugins found on the search path and why any was skipped\n"
     "  validate MANIFEST [--set P=V]...              check a pipeline manifest; report every problem\n"
     "  run MANIFEST [--report FILE] [--set P=V]...   run a pipeline manifest\n"
+    "  graph MANIFEST [--json] [--set P=V]...        show the model's layers, output shapes and parameters\n"
     "  pipeline MANIFEST [--name train|eval] [--report FILE] [--set P=V]...\n"
     "                                                iterate one input pipeline alone and report its throughput\n"
     "\n"
@@ -119,6 +121,26 @@ int command_running(const std::vector<std::string>& args, bool whole_run) {
   return kExitOk;
 }
 
+int command_graph(const std::vector<std::string>& args) {
+  po::options_description options("ramjet graph MANIFEST");
+  options.add_options()("help,h", "show this help")("manifest", po::value<std::string>(), "pipeline manifest")(
+      "json", "print the graph IR a backend compiles")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a field: POINTER=VALUE");
+  po::positional_options_description positional;
+  positional.add("manifest", 1);
+  auto vm = parse(args, options, positional);
+  if (vm.count("help")) {
+    std::cout << options;
+    return kExitOk;
+  }
+  PipelineManifest manifest = manifest_from(vm);
+  if (!manifest.doc.contains("model")) throw InvalidInput(manifest.where("/model") + ": the manifest has no model");
+  Graph graph = build_graph(manifest);
+  if (vm.count("json")) std::cout << graph.ir.dump(2) << "\n";
+  else std::cout << graph_summary(graph);
+  return kExitOk;
+}
+
 int dispatch(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -139,6 +161,7 @@ int dispatch(int argc, char** argv) {
   if (command == "validate") return command_validate(rest);
   if (command == "run") return command_running(rest, true);
   if (command == "pipeline") return command_running(rest, false);
+  if (command == "graph") return command_graph(rest);
   std::cerr << "ramjet: unknown command '" << command << "'\n" << kUsage;
   return kExitUsage;
 }

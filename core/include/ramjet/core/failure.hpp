@@ -13,6 +13,16 @@ class InvalidInput : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A problem at one place of a manifest: what() is "<file>#<pointer>: <message>", and the parts are kept so a
+// validator can list it with the others.
+class ManifestError : public InvalidInput {
+ public:
+  ManifestError(const std::string& where, std::string pointer, std::string message)
+      : InvalidInput(where + ": " + message), pointer(std::move(pointer)), message(std::move(message)) {}
+  std::string pointer;
+  std::string message;
+};
+
 // Something failed while doing valid work: a plugin could not load, a component returned an error.
 class RuntimeFailure : public std::runtime_error {
  public:
