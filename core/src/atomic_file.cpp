@@ -1,5 +1,6 @@
+#include "ramjet/core/atomic_file.hpp"
+
 #include "ramjet/core/failure.hpp"
-#include "ramjet/core/run.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,39 +11,59 @@
 
 namespace ramjet::core {
 
-void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
-  const std::filesystem::path dir = path.has_parent_path() ? path.parent_path() : ".";
+AtomicFile::AtomicFile(std::filesystem::path path) : path_(std::move(path)) {
+  const std::filesystem::path dir = path_.has_parent_path() ? path_.parent_path() : ".";
   std::random_device rd;
-  const std::filesystem::path tmp = dir / ("." + path.filename().string() + ".tmp" + std::to_string(rd()));
-  auto fail = [&](const char* step) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw InvalidInput(path.string() + ": cannot write (" + step + "): " + why);
-  };
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) fail("open");
+  temp_ = dir / ("." + path_.filename().string() + ".tmp" + std::to_string(rd()));
+  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("create");
+}
+
+AtomicFile::~AtomicFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(temp_.c_str());
+}
+
+void AtomicFile::fail(const char* step) {
+  const std::string why = std::strerror(errno);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  ::unlink(temp_.c_str());
+  throw InvalidInput(path_.string() + ": cannot write (" + step + "): " + why);
+}
+
+void AtomicFile::write(std::string_view bytes) {
   size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd_, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ::close(fd);
-      fail("write");
-    }
+    if (n <= 0) fail("write");
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail("fsync");
+}
+
+void AtomicFile::commit() {
+  if (::fsync(fd_) != 0) fail("fsync");
+  if (::close(fd_) != 0) {
+    fd_ = -1;
+    fail("close");
   }
-  if (::close(fd) != 0) fail("close");
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("rename");
+  fd_ = -1;
+  if (::rename(temp_.c_str(), path_.c_str()) != 0) fail("rename");
+  committed_ = true;
   // Make the rename itself durable.
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const std::filesystem::path dir = path_.has_parent_path() ? path_.parent_path() : ".";
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) {
     ::fsync(dfd);
     ::close(dfd);
   }
+}
+
+void write_file_atomically(const std::filesystem::path& path, const std::string& text) {
+  AtomicFile file(path);
+  file.write(text);
+  file.commit();
 }
 
 }  // namespace ramjet::core

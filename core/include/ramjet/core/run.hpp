@@ -2,6 +2,7 @@
 // flowed through it.
 #pragma once
 
+#include "ramjet/core/atomic_file.hpp"
 #include "ramjet/core/pipeline_manifest.hpp"
 #include "ramjet/core/plugin_registry.hpp"
 
@@ -25,8 +26,5 @@ nlohmann::json iterate_pipeline(const PipelineManifest& manifest, const std::str
 
 // The process's peak resident set size in bytes (getrusage).
 int64_t peak_rss_bytes();
-
-// Writes `text` to `path` atomically: a temporary file in the same directory, fsync, rename.
-void write_file_atomically(const std::filesystem::path& path, const std::string& text);
 
 }  // namespace ramjet::core
