@@ -2,6 +2,7 @@
 
 #include "ramjet/core/failure.hpp"
 #include "ramjet/core/graph.hpp"
+#include "ramjet/core/train_config.hpp"
 #include "ramjet/core/plugin_registry.hpp"
 
 #include <fstream>
@@ -35,11 +36,15 @@ class Validator {
       if (key == "data") data(value, p);
       else if (key == "seed") non_negative_integer(value, p);
       else if (key == "model") model();
-      else if (key == "train" || key == "export")
-        add(p, "the '" + key + "' section is not supported by this version of ramjet yet");
-      else add(p, "unknown field (expected data, model, seed)");
+      else if (key == "train") train();
+      else if (key == "export") add(p, "the 'export' section is not supported by this version of ramjet yet");
+      else add(p, "unknown field (expected data, model, train, seed)");
     }
     if (!doc.contains("data")) add("/data", "required section is missing");
+    if (doc.contains("train") && !doc.contains("model")) add("/model", "training needs a model");
+    if (doc.contains("model") && !doc.contains("train")) add("/train", "a model needs a train section to run");
+    if (doc.contains("train") && doc.contains("data") && doc["data"].is_object() && !doc["data"].contains("train"))
+      add("/data/train", "training needs a train input pipeline");
   }
 
  private:
@@ -51,6 +56,21 @@ class Validator {
       build_graph(manifest_, "/model");
     } catch (const ManifestError& e) {
       add(e.pointer, e.message);
+    }
+  }
+
+  void train() {
+    try {
+      read_train_config(manifest_);
+    } catch (const ManifestError& e) {
+      add(e.pointer, e.message);
+    }
+    if (!manifest_.doc["train"].is_object()) return;
+    const std::string backend = manifest_.doc["train"].value("backend", std::string("cpu"));
+    if (registry_.provider(RAMJET_KIND_BACKEND, backend) == nullptr) {
+      std::string list;
+      for (const auto& n : registry_.available(RAMJET_KIND_BACKEND)) list += (list.empty() ? "" : ", ") + n;
+      add("/train/backend", "no plugin provides backend '" + backend + "' (available: " + (list.empty() ? "none" : list) + ")");
     }
   }
 

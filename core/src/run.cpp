@@ -3,6 +3,7 @@
 #include "ramjet/core/failure.hpp"
 #include "ramjet/core/input_pipeline.hpp"
 #include "ramjet/core/tensor_stats.hpp"
+#include "ramjet/core/trainer.hpp"
 
 #include <sys/resource.h>
 
@@ -84,9 +85,16 @@ int64_t peak_rss_bytes() {
 
 nlohmann::json run_pipeline(const PipelineManifest& manifest, PluginRegistry& registry, const RunOptions& options) {
   require_valid(manifest, registry);
-  if (manifest.doc.contains("model"))
-    throw InvalidInput(manifest.where("/model") +
-                       ": this version of ramjet cannot train a model yet; `ramjet graph` shows what it builds");
+  if (manifest.doc.contains("train")) {
+    TrainOptions train_options;
+    train_options.progress = options.progress;
+    train_options.terminal = options.terminal;
+    train_options.resume = options.resume;
+    nlohmann::json report = train_model(manifest, registry, train_options);
+    report["manifest"] = manifest.path.string();
+    report["peak_rss_bytes"] = peak_rss_bytes();
+    return report;
+  }
   const uint64_t seed = manifest.doc.value("seed", uint64_t{0});
   nlohmann::json report;
   report["manifest"] = manifest.path.string();

@@ -13,6 +13,8 @@
 
 #include <boost/program_options.hpp>
 
+#include <unistd.h>
+
 #include <iostream>
 #include <string>
 #include <vector>
@@ -36,7 +38,8 @@ const char* kUsage =
     "commands:\n"
     "  plugins [--json] [--load]                     list plugins found on the search path and why any was skipped\n"
     "  validate MANIFEST [--set P=V]...              check a pipeline manifest; report every problem\n"
-    "  run MANIFEST [--report FILE] [--set P=V]...   run a pipeline manifest\n"
+    "  run MANIFEST [--report FILE] [--set P=V]... [--resume]\n"
+    "                                                train the model (or, without one, run the input pipelines)\n"
     "  graph MANIFEST [--json] [--set P=V]...        show the model's layers, output shapes and parameters\n"
     "  pipeline MANIFEST [--name train|eval] [--report FILE] [--set P=V]...\n"
     "                                                iterate one input pipeline alone and report its throughput\n"
@@ -101,6 +104,7 @@ int command_running(const std::vector<std::string>& args, bool whole_run) {
       "report", po::value<std::string>(), "write a JSON report to FILE")(
       "set", po::value<std::vector<std::string>>()->composing(), "override a field: POINTER=VALUE")(
       "quiet,q", "print nothing but errors");
+  if (whole_run) options.add_options()("resume", "continue training from the newest checkpoint in train.checkpoint.dir");
   if (!whole_run)
     options.add_options()("name", po::value<std::string>()->default_value("train"), "which input pipeline: train or eval");
   po::positional_options_description positional;
@@ -114,6 +118,8 @@ int command_running(const std::vector<std::string>& args, bool whole_run) {
   PluginRegistry registry(discovery_options_from_environment());
   RunOptions run_options;
   if (!vm.count("quiet")) run_options.progress = &std::cout;
+  run_options.terminal = isatty(STDOUT_FILENO) != 0;
+  run_options.resume = vm.count("resume") > 0;
   nlohmann::json report = whole_run ? run_pipeline(manifest, registry, run_options)
                                     : iterate_pipeline(manifest, vm["name"].as<std::string>(), registry, run_options);
   report["ramjet_version"] = RAMJET_VERSION;

@@ -14,9 +14,12 @@ namespace ramjet::core {
 
 struct RunOptions {
   std::ostream* progress = nullptr;  // human-readable lines; null for none
+  bool terminal = false;             // progress may redraw a bar in place
+  bool resume = false;               // training: continue from the newest checkpoint
 };
 
-// Returns the JSON report. Throws InvalidInput / RuntimeFailure.
+// With a `train` section: trains the model (see trainer.hpp). Without: drives the input pipelines and reports
+// what flowed through them. Returns the JSON report. Throws InvalidInput / RuntimeFailure.
 nlohmann::json run_pipeline(const PipelineManifest& manifest, PluginRegistry& registry, const RunOptions& options);
 
 // `ramjet pipeline`: drives one input pipeline ("train" or "eval") with no consumer work at all, the way tf.data

@@ -3,6 +3,8 @@
 // best weights). Pure state machines over the monitored values, so the trainer only feeds them numbers.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -26,6 +28,14 @@ class ReduceLrOnPlateau {
   // After an epoch: returns the learning rate to use from now on.
   double update(double value, double lr);
   const Monitor& monitor() const { return monitor_; }
+  // For checkpoints: the counters, so a resumed run decides as the uninterrupted one would.
+  nlohmann::json state() const { return {{"have_best", have_best_}, {"best", best_}, {"wait", wait_}, {"cooldown", cooldown_left_}}; }
+  void restore(const nlohmann::json& s) {
+    have_best_ = s.at("have_best");
+    best_ = s.at("best");
+    wait_ = s.at("wait");
+    cooldown_left_ = s.at("cooldown");
+  }
 
  private:
   Monitor monitor_;
@@ -49,6 +59,15 @@ class EarlyStopping {
   int64_t best_epoch() const { return best_epoch_; }
   double best() const { return best_; }
   const Monitor& monitor() const { return monitor_; }
+  nlohmann::json state() const {
+    return {{"have_best", have_best_}, {"best", best_}, {"best_epoch", best_epoch_}, {"wait", wait_}};
+  }
+  void restore(const nlohmann::json& s) {
+    have_best_ = s.at("have_best");
+    best_ = s.at("best");
+    best_epoch_ = s.at("best_epoch");
+    wait_ = s.at("wait");
+  }
 
  private:
   Monitor monitor_;

@@ -1,0 +1,55 @@
+#include "ramjet/core/backend.hpp"
+
+#include "ramjet/core/failure.hpp"
+
+namespace ramjet::core {
+
+std::unique_ptr<Program> Backend::compile(const nlohmann::json& graph, const nlohmann::json& options) const {
+  const std::string graph_text = graph.dump();
+  const std::string options_text = options.dump();
+  ramjet_error error;
+  ramjet_program* program = nullptr;
+  const auto& v = ref_.vtable<ramjet_backend_vtable>();
+  throw_on_error(v.compile(self_, graph_text.c_str(), options_text.c_str(), &program, &error), error, what("compile"));
+  if (program == nullptr) throw RuntimeFailure(what("compile") + ": returned no program");
+  return std::make_unique<Program>(*this, program);
+}
+
+Program::Program(const Backend& backend, ramjet_program* program) : backend_(backend), program_(program) {}
+
+Program::~Program() { vt().program_destroy(backend_.self(), program_); }
+
+std::string Program::what(const char* operation) const { return backend_.ref().label() + ": " + operation; }
+
+void Program::forward(const ramjet_forward_args& args, Example& inputs, Example& outputs) {
+  ramjet_error error;
+  throw_on_error(vt().forward(backend_.self(), program_, &args, &inputs, &outputs, &error), error, what("forward"));
+  backend_.retain_if_foreign(outputs);
+}
+
+void Program::backward(const ramjet_backward_args& args) {
+  ramjet_error error;
+  throw_on_error(vt().backward(backend_.self(), program_, &args, &error), error, what("backward"));
+}
+
+void Program::optimizer_update(const ramjet_update_args& args) {
+  ramjet_error error;
+  throw_on_error(vt().optimizer_update(backend_.self(), program_, &args, &error), error, what("optimizer_update"));
+}
+
+Example Program::get_state(const char* which) {
+  Example out;
+  ramjet_error error;
+  throw_on_error(vt().get_state(backend_.self(), program_, which, &out, &error), error,
+                 what("get_state") + std::string(" ") + which);
+  backend_.retain_if_foreign(out);
+  return out;
+}
+
+void Program::set_state(const char* which, Example& values) {
+  ramjet_error error;
+  throw_on_error(vt().set_state(backend_.self(), program_, which, &values, &error), error,
+                 what("set_state") + std::string(" ") + which);
+}
+
+}  // namespace ramjet::core
