@@ -66,7 +66,8 @@ class Validator {
       add(e.pointer, e.message);
     }
     if (!manifest_.doc["train"].is_object()) return;
-    const std::string backend = manifest_.doc["train"].value("backend", std::string("cpu"));
+    const auto& b = manifest_.doc["train"].value("backend", nlohmann::json("cpu"));
+    const std::string backend = b.is_object() ? b.value("type", std::string("cpu")) : b.is_string() ? b.get<std::string>() : "cpu";
     if (registry_.provider(RAMJET_KIND_BACKEND, backend) == nullptr) {
       std::string list;
       for (const auto& n : registry_.available(RAMJET_KIND_BACKEND)) list += (list.empty() ? "" : ", ") + n;

@@ -30,7 +30,15 @@ TrainConfig read_train_config(const PipelineManifest& manifest) {
       throw fail(pointer, "must be an integer >= " + std::to_string(min) + ", got " + obj.dump());
     return obj.get<int64_t>();
   };
-  text("backend", c.backend);
+  if (t.contains("backend") && t["backend"].is_object()) {
+    const json& b = t["backend"];
+    if (!b.contains("type") || !b["type"].is_string()) throw fail("/train/backend/type", "required: the backend's name");
+    c.backend = b["type"];
+    c.backend_config = b;
+    c.backend_config.erase("type");
+  } else {
+    text("backend", c.backend);
+  }
   text("precision", c.precision);
   text("strategy", c.strategy);
   if (c.precision != "float32" && c.precision != "mixed_bfloat16" && c.precision != "mixed_float16")

@@ -129,7 +129,8 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
   InputPipeline train(manifest, "/data/train", registry, seed);
   const int64_t batch_size = train.spec().batch;
   CreateArgs backend_args;
-  backend_args.config = cfg.threads > 0 ? nlohmann::json{{"threads", cfg.threads}} : nlohmann::json::object();
+  backend_args.config = cfg.backend_config;
+  if (cfg.threads > 0) backend_args.config["threads"] = cfg.threads;
   backend_args.where = manifest.where("/train/backend");
   backend_args.seed = seed;
   Backend backend(registry.component(RAMJET_KIND_BACKEND, cfg.backend), backend_args);

@@ -18,6 +18,7 @@ struct CheckpointConfig {
 
 struct TrainConfig {
   std::string backend = "cpu";
+  nlohmann::json backend_config = nlohmann::json::object();  // "backend": {"type": "cpu", ...} passes the rest on
   std::string precision = "float32";
   std::string strategy = "single";
   nlohmann::json optimizer;  // {"type", "learning_rate", ...} as the backend receives it
