@@ -202,7 +202,7 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
   std::optional<Example> best_parameters;
   int64_t epoch = train.state().epoch, micro = 0, epoch_steps = 0, samples = 0;
   bool stopped_early = false;
-  double train_s = 0;
+  double train_s = 0, epoch_train_s = 0;
   auto epoch_start = Clock::now();
   const auto run_start = Clock::now();
   Example outputs;
@@ -211,7 +211,12 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
     last_train = epoch_metrics;
     if (has_eval) last_eval = evaluate(manifest, registry, seed, *program, backend_name);
     const double lr_now = schedule->at(step) * lr_scale;
-    nlohmann::json h = {{"epoch", finished + 1}, {"loss", last_train.loss()}, {"lr", lr_now}};
+    nlohmann::json h = {{"epoch", finished + 1},
+                        {"loss", last_train.loss()},
+                        {"lr", lr_now},
+                        {"samples_per_s", epoch_train_s > 0 ? static_cast<double>(epoch_metrics.samples) / epoch_train_s : 0.0},
+                        {"train_s", epoch_train_s},
+                        {"elapsed_s", seconds_since(run_start)}};
     if (last_train.has_accuracy) h["accuracy"] = last_train.accuracy();
     if (last_eval) h["val_loss"] = last_eval->loss(), h["val_accuracy"] = last_eval->accuracy();
     history.push_back(h);
@@ -239,6 +244,7 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
     }
     save();
     epoch_metrics = Metrics{};
+    epoch_train_s = 0;
     epoch_steps = 0;
     epoch_start = Clock::now();
   };
@@ -287,7 +293,9 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
       micro = 0;
       if (cfg.checkpoint && cfg.checkpoint->every_steps > 0 && step % cfg.checkpoint->every_steps == 0) save();
     }
-    train_s += seconds_since(step_start);
+    const double step_s = seconds_since(step_start);
+    train_s += step_s;
+    epoch_train_s += step_s;
     samples += n;
     ++epoch_steps;
     progress.step(epoch, epoch_steps, steps_per_epoch, epoch_metrics, samples / std::max(1e-9, seconds_since(run_start)),
