@@ -1,0 +1,28 @@
+#include "edge.hpp"
+
+namespace onednn {
+
+Edge::Edge(LayerBuilder& builder, Value& value, const md& wanted) : value_(&value) {
+  if (wanted == value.mem.get_desc()) {
+    mem_ = value.mem;
+    return;
+  }
+  reordered_ = true;
+  mem_ = dnnl::memory(wanted, builder.engine());
+  in_ = Relayout(value.mem, mem_);
+  if (builder.backward() && value.needs_grad) {
+    diff_ = dnnl::memory(wanted, builder.engine());
+    diff_set_ = Relayout(diff_, value.diff);
+    diff_add_ = Relayout(diff_, value.diff, /*accumulate=*/true);
+  }
+}
+
+dnnl::memory Edge::begin_diff() { return reordered_ ? diff_ : onednn::begin_diff(*value_); }
+
+void Edge::end_diff(const Exec& exec) {
+  if (!reordered_) return onednn::end_diff(*value_);
+  (value_->diff_written ? diff_add_ : diff_set_).run(exec);
+  value_->diff_written = true;
+}
+
+}  // namespace onednn

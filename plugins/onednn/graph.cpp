@@ -1,0 +1,221 @@
+#include "graph.hpp"
+
+#include "layers/registry.hpp"
+#include "loss.hpp"
+
+#include <set>
+
+namespace onednn {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) { fail(RAMJET_ERR_INVALID_ARGUMENT, "graph: " + message); }
+
+const nlohmann::json& field(const nlohmann::json& object, const char* key, const std::string& where) {
+  auto it = object.find(key);
+  if (it == object.end()) invalid(where + ": field '" + key + "' is missing");
+  return *it;
+}
+
+std::string string_field(const nlohmann::json& object, const char* key, const std::string& where) {
+  const auto& v = field(object, key, where);
+  if (!v.is_string() || v.get<std::string>().empty()) invalid(where + ": '" + key + "' must be a non-empty string");
+  return v.get<std::string>();
+}
+
+Shape shape_field(const nlohmann::json& object, const std::string& where) {
+  const auto& v = field(object, "shape", where);
+  if (!v.is_array()) invalid(where + ": 'shape' must be an array of positive integers");
+  Shape shape;
+  for (const auto& d : v) {
+    if (!d.is_number_integer() || d.get<int64_t>() <= 0)
+      invalid(where + ": 'shape' must be an array of positive integers, got " + v.dump());
+    shape.push_back(d.get<int64_t>());
+  }
+  return shape;
+}
+
+void check_dtype(const nlohmann::json& object, const std::string& where, const char* wanted) {
+  auto it = object.find("dtype");
+  if (it == object.end()) return;
+  if (!it->is_string()) invalid(where + ": 'dtype' must be a string");
+  if (it->get<std::string>() != wanted)
+    fail(RAMJET_ERR_UNSUPPORTED, "graph: " + where + ": dtype '" + it->get<std::string>() +
+                                     "' is not supported by the onednn cpu backend (it needs " + wanted + ")");
+}
+
+}  // namespace
+
+std::string NodeSpec::where() const {
+  return "node '" + name + "' (#/nodes/" + std::to_string(index) + ", op " + op + ")";
+}
+
+void NodeSpec::fail(ramjet_status status, const std::string& message) const {
+  onednn::fail(status, "graph: " + where() + ": " + message);
+}
+
+int64_t NodeSpec::attr_int(const char* key) const {
+  if (!has(key)) fail(RAMJET_ERR_INVALID_ARGUMENT, std::string("attribute '") + key + "' is missing");
+  return attr_int(key, 0);
+}
+
+int64_t NodeSpec::attr_int(const char* key, int64_t fallback) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return fallback;
+  if (!it->is_number_integer()) fail(RAMJET_ERR_INVALID_ARGUMENT, std::string("attribute '") + key + "' must be an integer");
+  return it->get<int64_t>();
+}
+
+double NodeSpec::attr_number(const char* key, double fallback) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return fallback;
+  if (!it->is_number()) fail(RAMJET_ERR_INVALID_ARGUMENT, std::string("attribute '") + key + "' must be a number");
+  return it->get<double>();
+}
+
+bool NodeSpec::attr_bool(const char* key, bool fallback) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return fallback;
+  if (!it->is_boolean()) fail(RAMJET_ERR_INVALID_ARGUMENT, std::string("attribute '") + key + "' must be true or false");
+  return it->get<bool>();
+}
+
+std::string NodeSpec::attr_string(const char* key, const std::string& fallback) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return fallback;
+  if (!it->is_string()) fail(RAMJET_ERR_INVALID_ARGUMENT, std::string("attribute '") + key + "' must be a string");
+  return it->get<std::string>();
+}
+
+std::vector<int64_t> NodeSpec::attr_ints(const char* key, size_t count, const std::vector<int64_t>& fallback) const {
+  auto it = attrs.find(key);
+  if (it == attrs.end()) return fallback;
+  if (it->is_number_integer()) return std::vector<int64_t>(count, it->get<int64_t>());
+  if (!it->is_array() || it->size() != count)
+    fail(RAMJET_ERR_INVALID_ARGUMENT, std::string("attribute '") + key + "' must be an integer or an array of " +
+                                          std::to_string(count) + " integers, got " + it->dump());
+  std::vector<int64_t> out;
+  for (const auto& v : *it) {
+    if (!v.is_number_integer())
+      fail(RAMJET_ERR_INVALID_ARGUMENT, std::string("attribute '") + key + "' must hold integers, got " + it->dump());
+    out.push_back(v.get<int64_t>());
+  }
+  return out;
+}
+
+std::vector<int64_t> NodeSpec::attr_ints(const char* key, size_t count) const {
+  if (!has(key)) fail(RAMJET_ERR_INVALID_ARGUMENT, std::string("attribute '") + key + "' is missing");
+  return attr_ints(key, count, {});
+}
+
+const std::string& NodeSpec::param(const char* role) const {
+  auto it = params.find(role);
+  if (it == params.end()) fail(RAMJET_ERR_INVALID_ARGUMENT, std::string("'params' has no '") + role + "'");
+  return it->second;
+}
+
+Graph parse_graph(const nlohmann::json& json) {
+  if (!json.is_object()) invalid("the graph must be a JSON object");
+  Graph graph;
+  std::set<std::string> defined;  // values defined so far: inputs, then nodes in order
+
+  const auto& inputs = field(json, "inputs", "#");
+  if (!inputs.is_array() || inputs.empty()) invalid("#/inputs must be a non-empty array");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const std::string where = "#/inputs/" + std::to_string(i);
+    if (!inputs[i].is_object()) invalid(where + " must be an object");
+    TensorSpec spec{string_field(inputs[i], "name", where), shape_field(inputs[i], where)};
+    check_dtype(inputs[i], where, "float32");
+    if (!defined.insert(spec.name).second) invalid(where + ": the name '" + spec.name + "' is used twice");
+    graph.inputs.push_back(std::move(spec));
+  }
+
+  if (json.contains("params")) {
+    const auto& params = json["params"];
+    if (!params.is_object()) invalid("#/params must be an object");
+    for (const auto& [name, spec] : params.items()) {
+      const std::string where = "#/params/" + name;
+      if (!spec.is_object()) invalid(where + " must be an object");
+      check_dtype(spec, where, "float32");
+      graph.params.push_back({name, shape_field(spec, where)});
+    }
+  }
+  auto declared_param = [&](const std::string& name) {
+    for (const auto& p : graph.params)
+      if (p.name == name) return true;
+    return false;
+  };
+
+  const auto& nodes = field(json, "nodes", "#");
+  if (!nodes.is_array()) invalid("#/nodes must be an array");
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const std::string where = "#/nodes/" + std::to_string(i);
+    const auto& n = nodes[i];
+    if (!n.is_object()) invalid(where + " must be an object");
+    NodeSpec node;
+    node.index = i;
+    node.name = string_field(n, "name", where);
+    node.op = string_field(n, "op", where + " ('" + node.name + "')");
+    if (find_layer(node.op) == nullptr) {
+      std::string known;
+      for (const auto& op : supported_ops()) known += (known.empty() ? "" : ", ") + op;
+      node.fail(RAMJET_ERR_UNSUPPORTED, "the onednn cpu backend does not support op '" + node.op + "' (it supports " +
+                                            known + ")");
+    }
+    const auto& in = field(n, "inputs", node.where());
+    if (!in.is_array() || in.empty()) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "'inputs' must be a non-empty array of names");
+    for (const auto& name : in) {
+      if (!name.is_string()) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "'inputs' must be a non-empty array of names");
+      if (!defined.count(name.get<std::string>()))
+        node.fail(RAMJET_ERR_INVALID_ARGUMENT, "input '" + name.get<std::string>() +
+                                                   "' is not defined by an input or an earlier node (nodes must be "
+                                                   "in topological order)");
+      node.inputs.push_back(name.get<std::string>());
+    }
+    node.shape = shape_field(n, node.where());
+    if (n.contains("attrs")) {
+      if (!n["attrs"].is_object()) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "'attrs' must be an object");
+      node.attrs = n["attrs"];
+    }
+    if (n.contains("params")) {
+      if (!n["params"].is_object()) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "'params' must be an object");
+      for (const auto& [role, name] : n["params"].items()) {
+        if (!name.is_string()) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "'params/" + role + "' must be a string");
+        if (!declared_param(name.get<std::string>()))
+          node.fail(RAMJET_ERR_INVALID_ARGUMENT, "parameter '" + name.get<std::string>() + "' is not declared in #/params");
+        node.params[role] = name.get<std::string>();
+      }
+    }
+    if (!defined.insert(node.name).second)
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the name '" + node.name + "' is already defined");
+    graph.nodes.push_back(std::move(node));
+  }
+
+  const auto& outputs = field(json, "outputs", "#");
+  if (!outputs.is_array() || outputs.empty()) invalid("#/outputs must be a non-empty array of names");
+  for (const auto& name : outputs) {
+    if (!name.is_string() || !defined.count(name.get<std::string>()))
+      invalid("#/outputs: " + name.dump() + " is not an input or node of the graph");
+    graph.outputs.push_back(name.get<std::string>());
+  }
+
+  if (json.contains("loss") && !json["loss"].is_null()) {
+    const auto& l = json["loss"];
+    if (!l.is_object()) invalid("#/loss must be an object");
+    LossSpec loss{string_field(l, "op", "#/loss"), string_field(l, "input", "#/loss"), ""};
+    if (!is_supported_loss(loss.op))
+      fail(RAMJET_ERR_UNSUPPORTED, "graph: #/loss: the onednn cpu backend does not support loss '" + loss.op +
+                                       "' (it supports sparse_softmax_cross_entropy, mse, l1)");
+    if (!defined.count(loss.input)) invalid("#/loss/input: '" + loss.input + "' is not an input or node of the graph");
+    const nlohmann::json* labels = json.contains("labels") ? &json["labels"] : nullptr;
+    if (l.contains("labels")) loss.labels = string_field(l, "labels", "#/loss");
+    else if (labels != nullptr && labels->is_object()) loss.labels = string_field(*labels, "name", "#/labels");
+    else invalid("#/loss: 'labels' names no labels tensor (and #/labels is missing)");
+    if (defined.count(loss.labels)) invalid("#/loss/labels: '" + loss.labels + "' is already the name of a graph tensor");
+    if (labels != nullptr && labels->is_object())
+      check_dtype(*labels, "#/labels", loss.op == "sparse_softmax_cross_entropy" ? "int32" : "float32");
+    graph.loss = std::move(loss);
+  }
+  return graph;
+}
+
+}  // namespace onednn

@@ -1,0 +1,83 @@
+// A layer: one graph node compiled for one batch size, with its forward and backward side by side.
+#pragma once
+
+#include "exec.hpp"
+#include "graph.hpp"
+#include "options.hpp"
+#include "value.hpp"
+
+#include <memory>
+
+namespace onednn {
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual void forward(const Exec& exec) = 0;
+  // d loss / d output is ready (read_diff(output)); produce the parameters' gradients and, for inputs that need
+  // one, d loss / d input. Called only in plans built with backward, for outputs that need a gradient.
+  virtual void backward(const Exec& exec) = 0;
+};
+
+// What a layer sees while it is built: the node, its input and output values, the parameters, and the plan's
+// shared scratchpad.
+class LayerBuilder {
+ public:
+  LayerBuilder(const dnnl::engine& engine, int64_t batch, const CompileOptions& options, bool backward,
+               class ParameterStore& params)
+      : engine_(engine), batch_(batch), options_(options), backward_(backward), params_(params) {}
+
+  const dnnl::engine& engine() const { return engine_; }
+  int64_t batch() const { return batch_; }
+  dt compute_type() const { return options_.compute_type(); }
+  // Build backward primitives (the graph has a loss).
+  bool backward() const { return backward_; }
+  // Forward primitives' propagation kind.
+  dnnl::prop_kind forward_kind() const {
+    return backward_ ? dnnl::prop_kind::forward_training : dnnl::prop_kind::forward_inference;
+  }
+
+  const NodeSpec& node() const { return *node_; }
+  size_t input_count() const { return inputs_.size(); }
+  Value& input(size_t i) const { return *inputs_.at(i); }
+  Value& output() const { return *output_; }
+  // Every input must have `rank` dims per example.
+  void require_rank(size_t rank, const char* what) const;
+  // The node's declared shape must equal what the op computes.
+  void check_shape(const Shape& computed) const;
+
+  // Makes `mem` the output's data and allocates its gradient buffers; with `diff_alias` the gradient shares that
+  // buffer (a reshape's output gradient is its input's).
+  void set_output(const dnnl::memory& mem, void* diff_alias = nullptr);
+  void define_output(const md& desc) { set_output(dnnl::memory(desc, engine_)); }
+
+  // The parameter bound to `role`, checked against the shape the op needs (Keras layout).
+  Param& param(const char* role, const Shape& keras_shape);
+
+  // Primitive attributes with a user-managed scratchpad; register every primitive built with them.
+  dnnl::primitive_attr attr() const;
+  void use_scratchpad(const dnnl::primitive_desc_base& pd, Args& args);
+
+  // For the plan.
+  void begin_node(const NodeSpec& node, std::vector<Value*> inputs, Value& output) {
+    node_ = &node;
+    inputs_ = std::move(inputs);
+    output_ = &output;
+  }
+  size_t scratchpad_bytes() const { return scratchpad_bytes_; }
+  const std::vector<Args*>& scratchpad_users() const { return scratchpad_users_; }
+
+ private:
+  const dnnl::engine& engine_;
+  int64_t batch_;
+  const CompileOptions& options_;
+  bool backward_;
+  class ParameterStore& params_;
+  const NodeSpec* node_ = nullptr;
+  std::vector<Value*> inputs_;
+  Value* output_ = nullptr;
+  size_t scratchpad_bytes_ = 0;
+  std::vector<Args*> scratchpad_users_;
+};
+
+}  // namespace onednn

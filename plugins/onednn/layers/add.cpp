@@ -1,0 +1,62 @@
+// add: the element-wise sum of two or more inputs of one shape (residual connections). Inputs in another layout
+// than the first are reordered to it; the gradient of each input is the output's.
+#include "../edge.hpp"
+#include "../kernels.hpp"
+#include "registry.hpp"
+
+namespace onednn {
+namespace {
+
+class Add : public Layer {
+ public:
+  Add(const NodeSpec& node, LayerBuilder& b) {
+    if (b.input_count() < 2) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "add takes two or more inputs");
+    for (size_t i = 1; i < b.input_count(); ++i)
+      if (b.input(i).shape != b.input(0).shape)
+        node.fail(RAMJET_ERR_INVALID_ARGUMENT, "inputs '" + b.input(0).name + "' " + shape_string(b.input(0).shape) +
+                                                   " and '" + b.input(i).name + "' " + shape_string(b.input(i).shape) +
+                                                   " differ in shape (add does not broadcast)");
+    b.check_shape(b.input(0).shape);
+    const md desc = b.input(0).mem.get_desc();
+    std::vector<md> sources;
+    for (size_t i = 0; i < b.input_count(); ++i) {
+      in_.emplace_back(b, b.input(i), desc);
+      sources.push_back(desc);
+    }
+    const dnnl::sum::primitive_desc pd(desc, std::vector<float>(sources.size(), 1.0f), sources, b.engine(), b.attr());
+    sum_ = dnnl::sum(pd);
+    b.define_output(desc);
+    out_ = &b.output();
+    for (size_t i = 0; i < in_.size(); ++i) args_[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = in_[i].mem();
+    args_[DNNL_ARG_DST] = out_->mem;
+    b.use_scratchpad(pd, args_);
+  }
+
+  void forward(const Exec& exec) override {
+    for (const Edge& e : in_) e.forward(exec);
+    exec.run(sum_, args_);
+  }
+
+  void backward(const Exec& exec) override {
+    const dnnl::memory& diff = read_diff(*out_);
+    for (Edge& e : in_) {
+      if (!e.needs_grad()) continue;
+      copy_floats(floats(e.begin_diff()), floats(diff), float_count(diff));
+      e.end_diff(exec);
+    }
+  }
+
+ private:
+  std::vector<Edge> in_;
+  Value* out_ = nullptr;
+  dnnl::sum sum_;
+  Args args_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_add(const NodeSpec& node, LayerBuilder& builder) {
+  return std::make_unique<Add>(node, builder);
+}
+
+}  // namespace onednn

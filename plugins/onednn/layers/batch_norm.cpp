@@ -1,0 +1,113 @@
+// batch_norm over the last axis (channels), as Keras's BatchNormalization: in training, normalise with the batch's
+// statistics and move moving_mean / moving_variance toward them by (1 - momentum) (biased variance, as Keras 3);
+// outside training, normalise with the moving statistics. gamma and beta learn; the moving statistics are
+// parameters that do not (the node's "trainable" attribute says which).
+#include "../edge.hpp"
+#include "../weights.hpp"
+#include "registry.hpp"
+
+namespace onednn {
+namespace {
+
+class BatchNorm : public Layer {
+ public:
+  BatchNorm(const NodeSpec& node, LayerBuilder& b) {
+    if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "batch_norm takes one input");
+    const Shape& shape = b.input(0).shape;
+    if (shape.size() != 1 && shape.size() != 3)
+      node.fail(RAMJET_ERR_UNSUPPORTED, "batch_norm of a rank-" + std::to_string(shape.size()) +
+                                            " value: only vectors [C] and images [H, W, C] are supported");
+    b.check_shape(shape);
+    const int64_t C = shape.back();
+    const float epsilon = static_cast<float>(node.attr_number("epsilon", 1e-3));
+    momentum_ = static_cast<float>(node.attr_number("momentum", 0.99));
+    if (!(epsilon > 0) || !(momentum_ >= 0 && momentum_ <= 1))
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "epsilon must be > 0 and momentum in [0, 1]");
+    Param& gamma = b.param("gamma", {C});
+    Param& beta = b.param("beta", {C});
+    moving_mean_ = &b.param("moving_mean", {C});
+    moving_variance_ = &b.param("moving_variance", {C});
+    out_ = &b.output();
+
+    using flags = dnnl::normalization_flags;
+    const md src = b.input(0).mem.get_desc();
+    in_ = Edge(b, b.input(0), src);
+    const dnnl::batch_normalization_forward::primitive_desc train(
+        {dnnl::prop_kind::forward_training, src, epsilon, flags::use_scale | flags::use_shift}, b.attr(), b.engine());
+    const dnnl::batch_normalization_forward::primitive_desc infer(
+        {dnnl::prop_kind::forward_inference, src, epsilon, flags::use_scale | flags::use_shift | flags::use_global_stats},
+        b.attr(), b.engine());
+    train_ = dnnl::batch_normalization_forward(train);
+    infer_ = dnnl::batch_normalization_forward(infer);
+    b.define_output(train.dst_desc());
+    mean_ = dnnl::memory(train.mean_desc(), b.engine());
+    variance_ = dnnl::memory(train.variance_desc(), b.engine());
+    train_args_ = {{DNNL_ARG_SRC, in_.mem()},  {DNNL_ARG_DST, out_->mem},     {DNNL_ARG_SCALE, gamma.value},
+                   {DNNL_ARG_SHIFT, beta.value}, {DNNL_ARG_MEAN, mean_}, {DNNL_ARG_VARIANCE, variance_}};
+    infer_args_ = {{DNNL_ARG_SRC, in_.mem()},  {DNNL_ARG_DST, out_->mem},
+                   {DNNL_ARG_SCALE, gamma.value}, {DNNL_ARG_SHIFT, beta.value},
+                   {DNNL_ARG_MEAN, moving_mean_->value}, {DNNL_ARG_VARIANCE, moving_variance_->value}};
+    b.use_scratchpad(train, train_args_);
+    b.use_scratchpad(infer, infer_args_);
+    if (!b.backward()) return;
+
+    const dnnl::batch_normalization_backward::primitive_desc bwd(
+        {dnnl::prop_kind::backward, train.dst_desc(), src, epsilon, flags::use_scale | flags::use_shift}, b.attr(),
+        b.engine(), train);
+    bwd_ = dnnl::batch_normalization_backward(bwd);
+    gamma_grad_ = GradSink(b, gamma, gamma.value.get_desc(), bwd.diff_weights_desc());
+    beta_grad_ = GradSink(b, beta, beta.value.get_desc(), bwd.diff_weights_desc());
+    // The primitive always produces d loss / d input; a first layer's goes to a buffer nobody reads.
+    if (!in_.needs_grad()) unused_diff_ = dnnl::memory(src, b.engine());
+    bwd_args_ = {{DNNL_ARG_SRC, in_.mem()},     {DNNL_ARG_MEAN, mean_},       {DNNL_ARG_VARIANCE, variance_},
+                 {DNNL_ARG_SCALE, gamma.value}, {DNNL_ARG_SHIFT, beta.value}};  // oneDNN 2.6 asks for the shift too
+    b.use_scratchpad(bwd, bwd_args_);
+  }
+
+  void forward(const Exec& exec) override {
+    in_.forward(exec);
+    if (!exec.training) return exec.run(infer_, infer_args_);
+    exec.run(train_, train_args_);
+    exec.stream.wait();
+    const float keep = momentum_;
+    float* mm = moving_mean_->data();
+    float* mv = moving_variance_->data();
+    const float* bm = floats(mean_);
+    const float* bv = floats(variance_);
+    for (size_t c = 0; c < moving_mean_->count(); ++c) {
+      mm[c] = keep * mm[c] + (1.0f - keep) * bm[c];
+      mv[c] = keep * mv[c] + (1.0f - keep) * bv[c];
+    }
+  }
+
+  void backward(const Exec& exec) override {
+    bwd_args_[DNNL_ARG_DIFF_DST] = read_diff(*out_);
+    bwd_args_[DNNL_ARG_DIFF_SRC] = in_.needs_grad() ? in_.begin_diff() : unused_diff_;
+    bwd_args_[DNNL_ARG_DIFF_SCALE] = gamma_grad_.target(exec);
+    bwd_args_[DNNL_ARG_DIFF_SHIFT] = beta_grad_.target(exec);
+    exec.run(bwd_, bwd_args_);
+    gamma_grad_.commit(exec);
+    beta_grad_.commit(exec);
+    if (in_.needs_grad()) in_.end_diff(exec);
+  }
+
+ private:
+  Edge in_;
+  Value* out_ = nullptr;
+  float momentum_ = 0.99f;
+  Param* moving_mean_ = nullptr;
+  Param* moving_variance_ = nullptr;
+  dnnl::memory mean_, variance_, unused_diff_;  // the last training batch's statistics
+  GradSink gamma_grad_, beta_grad_;
+  dnnl::batch_normalization_forward train_, infer_;
+  dnnl::batch_normalization_backward bwd_;
+  Args train_args_, infer_args_, bwd_args_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_batch_norm(const NodeSpec& node, LayerBuilder& builder) {
+  return std::make_unique<BatchNorm>(node, builder);
+}
+
+}  // namespace onednn

@@ -1,0 +1,139 @@
+// conv2d: Keras Conv2D (and DepthwiseConv2D as groups == input channels). Kernel HWIO [kh, kw, in/groups, filters],
+// bias [filters], padding [top, bottom, left, right], the activation fused as a post-op where the backward allows.
+#include "../edge.hpp"
+#include "../layout.hpp"
+#include "../weights.hpp"
+#include "activation.hpp"
+#include "registry.hpp"
+
+#include <algorithm>
+
+namespace onednn {
+namespace {
+
+class Conv2D : public Layer {
+ public:
+  Conv2D(const NodeSpec& node, LayerBuilder& b) {
+    if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "conv2d takes one input");
+    b.require_rank(3, "an image [H, W, C]");
+    const Shape& in = b.input(0).shape;
+    const int64_t H = in[0], W = in[1], C = in[2];
+    const int64_t F = node.attr_int("filters");
+    const auto k = node.attr_ints("kernel", 2);
+    const auto s = node.attr_ints("strides", 2, {1, 1});
+    const auto pad = node.attr_ints("padding", 4, {0, 0, 0, 0});
+    const auto d = node.attr_ints("dilation", 2, {1, 1});
+    const int64_t G = node.attr_int("groups", 1);
+    const bool use_bias = node.attr_bool("use_bias", true);
+    act_ = PostActivation(activation_spec(node.attr_string("activation", "linear"), node));
+    if (F < 1 || k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 || d[0] < 1 || d[1] < 1 || G < 1 ||
+        *std::min_element(pad.begin(), pad.end()) < 0)
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "filters, kernel, strides, dilation and groups must be >= 1, padding >= 0");
+    if (C % G != 0 || F % G != 0)
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "groups (" + std::to_string(G) + ") must divide the input channels (" +
+                                                 std::to_string(C) + ") and filters (" + std::to_string(F) + ")");
+    const int64_t span_h = (k[0] - 1) * d[0] + 1, span_w = (k[1] - 1) * d[1] + 1;
+    if (H + pad[0] + pad[1] < span_h || W + pad[2] + pad[3] < span_w)
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the (dilated) kernel is larger than the padded input " + shape_string(in));
+    const int64_t OH = (H + pad[0] + pad[1] - span_h) / s[0] + 1, OW = (W + pad[2] + pad[3] - span_w) / s[1] + 1;
+    b.check_shape({OH, OW, F});
+    Param& kernel = b.param("kernel", {k[0], k[1], C / G, F});
+    Param* bias = use_bias ? &b.param("bias", {F}) : nullptr;
+    out_ = &b.output();
+
+    const int64_t N = b.batch();
+    const dt type = b.compute_type();
+    // oneDNN weights are {O, I, kh, kw} ({G, O/G, I/G, kh, kw} grouped); the Keras buffer is HWIO with
+    // o = g * (F / G) + o_in_group. Strides describe it without moving a byte.
+    dnnl::memory::dims wdims, wstrides;
+    if (G == 1) {
+      wdims = {F, C, k[0], k[1]};
+      wstrides = {1, F, k[1] * C * F, C * F};
+    } else {
+      wdims = {G, F / G, C / G, k[0], k[1]};
+      wstrides = {F / G, 1, F, k[1] * (C / G) * F, (C / G) * F};
+    }
+    const md keras_kernel(wdims, dt::f32, wstrides);
+    const md bias_md = bias ? row_major_md({F}) : md();
+    const md src_any({N, C, H, W}, type, tag::any), dst_any({N, F, OH, OW}, type, tag::any);
+    const md wei_any(wdims, type, tag::any);
+    const dnnl::memory::dims strides{s[0], s[1]}, dilates{d[0] - 1, d[1] - 1}, pad_l{pad[0], pad[2]},
+        pad_r{pad[1], pad[3]};
+
+    dnnl::primitive_attr attr = b.attr();
+    act_.add_to(attr);
+    const dnnl::convolution_forward::primitive_desc pd(
+        {b.forward_kind(), dnnl::algorithm::convolution_direct, src_any, wei_any, bias_md, dst_any, strides, dilates,
+         pad_l, pad_r},
+        attr, b.engine());
+    fwd_ = dnnl::convolution_forward(pd);
+    in_ = Edge(b, b.input(0), pd.src_desc());
+    const dnnl::memory dst = act_.finish(b, pd.dst_desc());
+    kernel_ = WeightsView(b, kernel, keras_kernel);
+    fwd_args_ = {{DNNL_ARG_SRC, in_.mem()}, {DNNL_ARG_WEIGHTS, kernel_.compute(pd.weights_desc())}, {DNNL_ARG_DST, dst}};
+    if (bias) fwd_args_[DNNL_ARG_BIAS] = bias->value;
+    b.use_scratchpad(pd, fwd_args_);
+    if (!b.backward()) return;
+
+    const dnnl::convolution_backward_weights::primitive_desc wpd(
+        {dnnl::algorithm::convolution_direct, pd.src_desc(), wei_any, bias_md, pd.dst_desc(), strides, dilates, pad_l,
+         pad_r},
+        b.attr(), b.engine(), pd);
+    bwd_weights_ = dnnl::convolution_backward_weights(wpd);
+    kernel_grad_ = GradSink(b, kernel, keras_kernel, wpd.diff_weights_desc());
+    if (bias) bias_grad_ = GradSink(b, *bias, bias_md, wpd.diff_bias_desc());
+    bwd_weights_args_ = {{DNNL_ARG_SRC, in_.mem()}};
+    b.use_scratchpad(wpd, bwd_weights_args_);
+
+    if (!in_.needs_grad()) return;  // e.g. the first layer: no one wants d loss / d image
+    const dnnl::convolution_backward_data::primitive_desc dpd(
+        {dnnl::algorithm::convolution_direct, pd.src_desc(), wei_any, pd.dst_desc(), strides, dilates, pad_l, pad_r},
+        b.attr(), b.engine(), pd);
+    bwd_data_ = dnnl::convolution_backward_data(dpd);
+    bwd_data_args_ = {{DNNL_ARG_WEIGHTS, kernel_.compute(dpd.weights_desc())}};
+    b.use_scratchpad(dpd, bwd_data_args_);
+  }
+
+  void forward(const Exec& exec) override {
+    in_.forward(exec);
+    kernel_.refresh(exec);
+    exec.run(fwd_, fwd_args_);
+    act_.forward(exec);
+  }
+
+  void backward(const Exec& exec) override {
+    const dnnl::memory& diff = act_.backward(exec, read_diff(*out_));
+    bwd_weights_args_[DNNL_ARG_DIFF_DST] = diff;
+    bwd_weights_args_[DNNL_ARG_DIFF_WEIGHTS] = kernel_grad_.target(exec);
+    if (bias_grad_) bwd_weights_args_[DNNL_ARG_DIFF_BIAS] = bias_grad_.target(exec);
+    exec.run(bwd_weights_, bwd_weights_args_);
+    kernel_grad_.commit(exec);
+    if (bias_grad_) bias_grad_.commit(exec);
+
+    if (!in_.needs_grad()) return;
+    kernel_.refresh(exec);
+    bwd_data_args_[DNNL_ARG_DIFF_DST] = diff;
+    bwd_data_args_[DNNL_ARG_DIFF_SRC] = in_.begin_diff();
+    exec.run(bwd_data_, bwd_data_args_);
+    in_.end_diff(exec);
+  }
+
+ private:
+  Edge in_;
+  Value* out_ = nullptr;
+  PostActivation act_;
+  WeightsView kernel_;
+  GradSink kernel_grad_, bias_grad_;
+  dnnl::convolution_forward fwd_;
+  dnnl::convolution_backward_weights bwd_weights_;
+  dnnl::convolution_backward_data bwd_data_;
+  Args fwd_args_, bwd_weights_args_, bwd_data_args_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_conv2d(const NodeSpec& node, LayerBuilder& builder) {
+  return std::make_unique<Conv2D>(node, builder);
+}
+
+}  // namespace onednn

@@ -1,0 +1,106 @@
+// dense: Keras Dense on a rank-1 input. Kernel [in, out], bias [out]; the activation fused where the backward allows.
+#include "../edge.hpp"
+#include "../layout.hpp"
+#include "../weights.hpp"
+#include "activation.hpp"
+#include "registry.hpp"
+
+namespace onednn {
+namespace {
+
+class Dense : public Layer {
+ public:
+  Dense(const NodeSpec& node, LayerBuilder& b) {
+    if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "dense takes one input");
+    b.require_rank(1, "a vector [features] (put a flatten before it)");
+    const int64_t IN = b.input(0).shape[0];
+    const int64_t U = node.attr_int("units");
+    if (U < 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "units must be >= 1");
+    const bool use_bias = node.attr_bool("use_bias", true);
+    act_ = PostActivation(activation_spec(node.attr_string("activation", "linear"), node));
+    b.check_shape({U});
+    Param& kernel = b.param("kernel", {IN, U});
+    Param* bias = use_bias ? &b.param("bias", {U}) : nullptr;
+    out_ = &b.output();
+
+    const int64_t N = b.batch();
+    const dt type = b.compute_type();
+    // oneDNN weights are {out, in}; the Keras [in, out] buffer is their transpose, which the gemm-based inner
+    // product reads as it is: no copy of the (often largest) weight matrix on either pass.
+    const md keras_kernel({U, IN}, dt::f32, {1, U});
+    const md bias_md = bias ? row_major_md({U}) : md();
+    const md src = b.input(0).mem.get_desc();
+    const md dst_any({N, U}, type, tag::any);
+
+    dnnl::primitive_attr attr = b.attr();
+    act_.add_to(attr);
+    const dnnl::inner_product_forward::primitive_desc pd({b.forward_kind(), src, keras_kernel, bias_md, dst_any}, attr,
+                                                         b.engine());
+    fwd_ = dnnl::inner_product_forward(pd);
+    in_ = Edge(b, b.input(0), pd.src_desc());
+    const dnnl::memory dst = act_.finish(b, pd.dst_desc());
+    kernel_ = WeightsView(b, kernel, keras_kernel);
+    fwd_args_ = {{DNNL_ARG_SRC, in_.mem()}, {DNNL_ARG_WEIGHTS, kernel_.compute(pd.weights_desc())}, {DNNL_ARG_DST, dst}};
+    if (bias) fwd_args_[DNNL_ARG_BIAS] = bias->value;
+    b.use_scratchpad(pd, fwd_args_);
+    if (!b.backward()) return;
+
+    const dnnl::inner_product_backward_weights::primitive_desc wpd(
+        {pd.src_desc(), keras_kernel, bias_md, pd.dst_desc()}, b.attr(), b.engine(), pd);
+    bwd_weights_ = dnnl::inner_product_backward_weights(wpd);
+    kernel_grad_ = GradSink(b, kernel, keras_kernel, wpd.diff_weights_desc());
+    if (bias) bias_grad_ = GradSink(b, *bias, bias_md, wpd.diff_bias_desc());
+    bwd_weights_args_ = {{DNNL_ARG_SRC, in_.mem()}};
+    b.use_scratchpad(wpd, bwd_weights_args_);
+
+    if (!in_.needs_grad()) return;
+    const dnnl::inner_product_backward_data::primitive_desc dpd({pd.src_desc(), keras_kernel, pd.dst_desc()}, b.attr(),
+                                                                b.engine(), pd);
+    bwd_data_ = dnnl::inner_product_backward_data(dpd);
+    bwd_data_args_ = {{DNNL_ARG_WEIGHTS, kernel_.compute(dpd.weights_desc())}};
+    b.use_scratchpad(dpd, bwd_data_args_);
+  }
+
+  void forward(const Exec& exec) override {
+    in_.forward(exec);
+    kernel_.refresh(exec);
+    exec.run(fwd_, fwd_args_);
+    act_.forward(exec);
+  }
+
+  void backward(const Exec& exec) override {
+    const dnnl::memory& diff = act_.backward(exec, read_diff(*out_));
+    bwd_weights_args_[DNNL_ARG_DIFF_DST] = diff;
+    bwd_weights_args_[DNNL_ARG_DIFF_WEIGHTS] = kernel_grad_.target(exec);
+    if (bias_grad_) bwd_weights_args_[DNNL_ARG_DIFF_BIAS] = bias_grad_.target(exec);
+    exec.run(bwd_weights_, bwd_weights_args_);
+    kernel_grad_.commit(exec);
+    if (bias_grad_) bias_grad_.commit(exec);
+
+    if (!in_.needs_grad()) return;
+    kernel_.refresh(exec);
+    bwd_data_args_[DNNL_ARG_DIFF_DST] = diff;
+    bwd_data_args_[DNNL_ARG_DIFF_SRC] = in_.begin_diff();
+    exec.run(bwd_data_, bwd_data_args_);
+    in_.end_diff(exec);
+  }
+
+ private:
+  Edge in_;
+  Value* out_ = nullptr;
+  PostActivation act_;
+  WeightsView kernel_;
+  GradSink kernel_grad_, bias_grad_;
+  dnnl::inner_product_forward fwd_;
+  dnnl::inner_product_backward_weights bwd_weights_;
+  dnnl::inner_product_backward_data bwd_data_;
+  Args fwd_args_, bwd_weights_args_, bwd_data_args_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_dense(const NodeSpec& node, LayerBuilder& builder) {
+  return std::make_unique<Dense>(node, builder);
+}
+
+}  // namespace onednn

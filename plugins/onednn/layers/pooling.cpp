@@ -1,0 +1,118 @@
+// max_pool, avg_pool (padding excluded from the average, as Keras's "same" pooling), global_avg_pool and
+// global_max_pool ([H, W, C] -> [C]). Max pooling keeps the forward's workspace for its backward.
+#include "../edge.hpp"
+#include "../layout.hpp"
+#include "registry.hpp"
+
+#include <algorithm>
+
+namespace onednn {
+namespace {
+
+class Pool : public Layer {
+ public:
+  Pool(const NodeSpec& node, LayerBuilder& b, dnnl::algorithm algorithm, bool global) {
+    if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, node.op + " takes one input");
+    b.require_rank(3, "an image [H, W, C]");
+    const Shape& in = b.input(0).shape;
+    const int64_t H = in[0], W = in[1], C = in[2], N = b.batch();
+    std::vector<int64_t> k{H, W}, s{1, 1}, pad{0, 0, 0, 0};
+    if (!global) {
+      k = node.attr_ints("pool", 2);
+      s = node.attr_ints("strides", 2, k);  // Keras: strides default to the pool size
+      pad = node.attr_ints("padding", 4, {0, 0, 0, 0});
+      if (k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 || *std::min_element(pad.begin(), pad.end()) < 0)
+        node.fail(RAMJET_ERR_INVALID_ARGUMENT, "pool and strides must be >= 1, padding >= 0");
+      if (pad[0] >= k[0] || pad[1] >= k[0] || pad[2] >= k[1] || pad[3] >= k[1])
+        node.fail(RAMJET_ERR_INVALID_ARGUMENT, "padding must be smaller than the pool window");
+      if (H + pad[0] + pad[1] < k[0] || W + pad[2] + pad[3] < k[1])
+        node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the pool window is larger than the padded input " + shape_string(in));
+    }
+    const int64_t OH = (H + pad[0] + pad[1] - k[0]) / s[0] + 1, OW = (W + pad[2] + pad[3] - k[1]) / s[1] + 1;
+    b.check_shape(global ? Shape{C} : Shape{OH, OW, C});
+    out_ = &b.output();
+
+    const md src = b.input(0).mem.get_desc();  // pooling takes whatever layout its producer chose
+    const md dst_any({N, C, OH, OW}, b.compute_type(), tag::any);
+    const dnnl::memory::dims strides{s[0], s[1]}, kernel{k[0], k[1]}, pad_l{pad[0], pad[2]}, pad_r{pad[1], pad[3]};
+    const dnnl::pooling_forward::primitive_desc pd(
+        {b.forward_kind(), algorithm, src, dst_any, strides, kernel, pad_l, pad_r}, b.attr(), b.engine());
+    fwd_ = dnnl::pooling_forward(pd);
+    in_ = Edge(b, b.input(0), src);
+
+    if (global) {
+      // The output is a [C] vector: a {N, C} tensor. The pooled {N, C, 1, 1} result moves there (or already is
+      // there when the primitive chose a plain layout).
+      b.define_output(canonical_md(N, {C}));
+      const md flat4({N, C, 1, 1}, dt::f32, tag::nhwc);
+      const dnnl::memory out4(flat4, b.engine(), out_->mem.get_data_handle());
+      pooled_ = pd.dst_desc() == flat4 ? out4 : dnnl::memory(pd.dst_desc(), b.engine());
+      to_out_ = Relayout(pooled_, out4);
+    } else {
+      b.define_output(pd.dst_desc());
+      pooled_ = out_->mem;
+    }
+    fwd_args_ = {{DNNL_ARG_SRC, in_.mem()}, {DNNL_ARG_DST, pooled_}};
+    const bool backward = b.backward() && in_.needs_grad();
+    if (pd.workspace_desc().get_size() > 0) {  // max pooling in training: the argmax positions
+      workspace_ = dnnl::memory(pd.workspace_desc(), b.engine());
+      fwd_args_[DNNL_ARG_WORKSPACE] = workspace_;
+    }
+    b.use_scratchpad(pd, fwd_args_);
+    if (!backward) return;
+
+    const dnnl::pooling_backward::primitive_desc bpd({algorithm, src, pd.dst_desc(), strides, kernel, pad_l, pad_r},
+                                                     b.attr(), b.engine(), pd);
+    bwd_ = dnnl::pooling_backward(bpd);
+    dnnl::memory pooled_diff = out_->diff;
+    if (global) {
+      const dnnl::memory diff4(md({N, C, 1, 1}, dt::f32, tag::nhwc), b.engine(), out_->diff.get_data_handle());
+      pooled_diff = pd.dst_desc() == diff4.get_desc() ? diff4 : dnnl::memory(pd.dst_desc(), b.engine());
+      from_out_diff_ = Relayout(diff4, pooled_diff);
+    }
+    bwd_args_ = {{DNNL_ARG_DIFF_DST, pooled_diff}};
+    if (workspace_) bwd_args_[DNNL_ARG_WORKSPACE] = workspace_;
+    b.use_scratchpad(bpd, bwd_args_);
+  }
+
+  void forward(const Exec& exec) override {
+    in_.forward(exec);
+    exec.run(fwd_, fwd_args_);
+    to_out_.run(exec);
+  }
+
+  void backward(const Exec& exec) override {
+    if (!in_.needs_grad()) return;
+    read_diff(*out_);
+    from_out_diff_.run(exec);
+    bwd_args_[DNNL_ARG_DIFF_SRC] = in_.begin_diff();
+    exec.run(bwd_, bwd_args_);
+    in_.end_diff(exec);
+  }
+
+ private:
+  Edge in_;
+  Value* out_ = nullptr;
+  dnnl::memory pooled_, workspace_;
+  Relayout to_out_, from_out_diff_;
+  dnnl::pooling_forward fwd_;
+  dnnl::pooling_backward bwd_;
+  Args fwd_args_, bwd_args_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_max_pool(const NodeSpec& node, LayerBuilder& builder) {
+  return std::make_unique<Pool>(node, builder, dnnl::algorithm::pooling_max, false);
+}
+std::unique_ptr<Layer> make_avg_pool(const NodeSpec& node, LayerBuilder& builder) {
+  return std::make_unique<Pool>(node, builder, dnnl::algorithm::pooling_avg_exclude_padding, false);
+}
+std::unique_ptr<Layer> make_global_avg_pool(const NodeSpec& node, LayerBuilder& builder) {
+  return std::make_unique<Pool>(node, builder, dnnl::algorithm::pooling_avg_exclude_padding, true);
+}
+std::unique_ptr<Layer> make_global_max_pool(const NodeSpec& node, LayerBuilder& builder) {
+  return std::make_unique<Pool>(node, builder, dnnl::algorithm::pooling_max, true);
+}
+
+}  // namespace onednn

@@ -1,0 +1,39 @@
+#include "registry.hpp"
+
+#include <utility>
+
+namespace onednn {
+namespace {
+
+constexpr std::pair<std::string_view, LayerFactory> kLayers[] = {
+    {"conv2d", &make_conv2d},
+    {"dense", &make_dense},
+    {"max_pool", &make_max_pool},
+    {"avg_pool", &make_avg_pool},
+    {"global_avg_pool", &make_global_avg_pool},
+    {"global_max_pool", &make_global_max_pool},
+    {"flatten", &make_flatten},
+    {"reshape", &make_reshape},
+    {"activation", &make_activation},
+    {"add", &make_add},
+    {"softmax", &make_softmax},
+    {"dropout", &make_dropout},
+    {"batch_norm", &make_batch_norm},
+    {"concat", &make_concat},
+};
+
+}  // namespace
+
+LayerFactory find_layer(std::string_view op) {
+  for (const auto& [name, factory] : kLayers)
+    if (name == op) return factory;
+  return nullptr;
+}
+
+std::vector<std::string> supported_ops() {
+  std::vector<std::string> ops;
+  for (const auto& [name, factory] : kLayers) ops.emplace_back(name);
+  return ops;
+}
+
+}  // namespace onednn

@@ -1,0 +1,32 @@
+// The ops this backend compiles, each with the factory that builds its layer. An explicit table: no static
+// registration.
+#pragma once
+
+#include "../layer.hpp"
+
+#include <string_view>
+
+namespace onednn {
+
+using LayerFactory = std::unique_ptr<Layer> (*)(const NodeSpec& node, LayerBuilder& builder);
+
+// Null for ops this backend does not support.
+LayerFactory find_layer(std::string_view op);
+std::vector<std::string> supported_ops();
+
+std::unique_ptr<Layer> make_conv2d(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_dense(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_max_pool(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_avg_pool(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_global_avg_pool(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_global_max_pool(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_flatten(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_reshape(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_activation(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_add(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_softmax(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_dropout(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_batch_norm(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_concat(const NodeSpec&, LayerBuilder&);
+
+}  // namespace onednn

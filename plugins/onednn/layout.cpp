@@ -1,0 +1,33 @@
+#include "layout.hpp"
+
+namespace onednn {
+
+dnnl::memory::dims batch_dims(int64_t n, const Shape& shape) {
+  if (is_image(shape)) return {n, shape[2], shape[0], shape[1]};
+  dnnl::memory::dims dims{n};
+  dims.insert(dims.end(), shape.begin(), shape.end());
+  return dims;
+}
+
+dnnl::memory::dims row_major_strides(const dnnl::memory::dims& dims) {
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * dims[i + 1];
+  return strides;
+}
+
+md canonical_md(int64_t n, const Shape& shape, dt type) {
+  if (is_image(shape)) return md(batch_dims(n, shape), type, tag::nhwc);
+  const auto dims = batch_dims(n, shape);
+  return md(dims, type, row_major_strides(dims));
+}
+
+md any_md(int64_t n, const Shape& shape, dt type) { return md(batch_dims(n, shape), type, tag::any); }
+
+int last_axis(const Shape& shape) { return is_image(shape) ? 1 : static_cast<int>(shape.size()); }
+
+md row_major_md(const Shape& shape, dt type) {
+  const dnnl::memory::dims dims(shape.begin(), shape.end());
+  return md(dims, type, row_major_strides(dims));
+}
+
+}  // namespace onednn

@@ -1,0 +1,28 @@
+// How graph tensors map onto oneDNN memory descriptors.
+//
+// A batch of rank-3 values (H, W, C) is a 4-D oneDNN tensor with logical dims {N, C, H, W}; its canonical layout is
+// nhwc, byte for byte the [N, H, W, C] C-contiguous tensor the host exchanges. Every other rank r becomes dims
+// {N, s0, .., s(r-1)} in row-major order. Primitives may keep values in blocked layouts between them; only the
+// boundaries (host tensors, flatten/reshape, losses) see the canonical one.
+#pragma once
+
+#include "common.hpp"
+
+namespace onednn {
+
+inline bool is_image(const Shape& shape) { return shape.size() == 3; }
+
+// Logical oneDNN dims of a batch of `n` values of per-example `shape`.
+dnnl::memory::dims batch_dims(int64_t n, const Shape& shape);
+// The host's layout of that batch: nhwc for images, row-major otherwise.
+md canonical_md(int64_t n, const Shape& shape, dt type = dt::f32);
+// The same dims with format_tag::any, for primitives to choose.
+md any_md(int64_t n, const Shape& shape, dt type = dt::f32);
+// oneDNN axis of the last IR axis (channels for images).
+int last_axis(const Shape& shape);
+// Row-major descriptor of `shape` (no batch): how parameters are stored, in Keras's layouts.
+md row_major_md(const Shape& shape, dt type = dt::f32);
+// Row-major strides of `dims`.
+dnnl::memory::dims row_major_strides(const dnnl::memory::dims& dims);
+
+}  // namespace onednn

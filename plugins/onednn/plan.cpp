@@ -1,0 +1,131 @@
+#include "plan.hpp"
+
+#include "layers/registry.hpp"
+#include "layout.hpp"
+
+#include <cstring>
+
+namespace onednn {
+
+Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& params, const dnnl::engine& engine,
+           int64_t batch)
+    : batch_(batch), backward_(graph.loss.has_value()), engine_(engine) {
+  // Values: which need a gradient (a parameter lies upstream) and how many readers each has in backward.
+  for (const TensorSpec& in : graph.inputs) {
+    auto v = std::make_unique<Value>();
+    v->name = in.name;
+    v->shape = in.shape;
+    v->mem = dnnl::memory(canonical_md(batch, in.shape), engine);
+    inputs_.push_back(v.get());
+    by_name_[v->name] = v.get();
+    values_.push_back(std::move(v));
+  }
+  for (const NodeSpec& node : graph.nodes) {
+    auto v = std::make_unique<Value>();
+    v->name = node.name;
+    v->shape = node.shape;
+    v->needs_grad = !node.params.empty();
+    for (const std::string& in : node.inputs) {
+      Value& source = value(in);
+      v->needs_grad = v->needs_grad || source.needs_grad;
+      ++source.consumers;
+    }
+    by_name_[v->name] = v.get();
+    values_.push_back(std::move(v));
+  }
+  if (graph.loss) ++value(graph.loss->input).consumers;
+
+  LayerBuilder builder(engine, batch, options, backward_, params);
+  for (const NodeSpec& node : graph.nodes) {
+    std::vector<Value*> inputs;
+    for (const std::string& in : node.inputs) inputs.push_back(&value(in));
+    Value& out = value(node.name);
+    builder.begin_node(node, std::move(inputs), out);
+    try {
+      steps_.push_back({find_layer(node.op)(node, builder), &out});
+    } catch (const dnnl::error& e) {
+      node.fail(RAMJET_ERR_UNSUPPORTED, std::string("oneDNN cannot build it: ") + e.what());
+    }
+    if (!out.mem) node.fail(RAMJET_ERR_INTERNAL, "the layer defined no output");
+  }
+  if (graph.loss) loss_ = std::make_unique<Loss>(*graph.loss, builder, value(graph.loss->input));
+  for (const std::string& name : graph.outputs) outputs_.push_back(host_copy(value(name), false));
+
+  // One scratchpad for every primitive: they run one at a time.
+  scratchpad_ = dnnl::memory(md({static_cast<int64_t>(std::max<size_t>(builder.scratchpad_bytes(), 1))}, dt::u8, tag::a),
+                             engine);
+  for (Args* args : builder.scratchpad_users()) (*args)[DNNL_ARG_SCRATCHPAD] = scratchpad_;
+}
+
+Value& Plan::value(const std::string& name) {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) fail(RAMJET_ERR_INTERNAL, "no value named '" + name + "'");
+  return *it->second;
+}
+
+Plan::HostCopy Plan::host_copy(Value& v, bool own_buffer) {
+  HostCopy c{&v, {batch_}, {}, {}};
+  c.shape.insert(c.shape.end(), v.shape.begin(), v.shape.end());
+  const md canonical = canonical_md(batch_, v.shape);
+  c.host = own_buffer ? dnnl::memory(canonical, engine_) : dnnl::memory(canonical, engine_, DNNL_MEMORY_NONE);
+  c.copy = Relayout(v.mem, c.host);
+  return c;
+}
+
+void Plan::load_input(size_t index, const DLTensor& t) {
+  Value& v = *inputs_.at(index);
+  std::memcpy(v.mem.get_data_handle(), static_cast<const char*>(t.data) + t.byte_offset, v.mem.get_desc().get_size());
+}
+
+void Plan::forward(const Exec& exec) {
+  for (Step& step : steps_) step.layer->forward(exec);
+}
+
+void Plan::write_outputs(const Exec& exec, ramjet::Example& outputs) {
+  for (HostCopy& out : outputs_) {
+    DLTensor* t = outputs.find(out.value->name);
+    const bool reusable = t != nullptr && t->device.device_type == kDLCPU &&
+                          ramjet::same_dtype(t->dtype, ramjet::dtype_of<float>()) &&
+                          t->ndim == static_cast<int32_t>(out.shape.size()) &&
+                          std::equal(out.shape.begin(), out.shape.end(), t->shape) && ramjet::is_contiguous(*t);
+    if (!reusable) {
+      outputs.set(out.value->name, ramjet::Tensor::zeros(ramjet::dtype_of<float>(), out.shape));
+      t = outputs.find(out.value->name);
+    }
+    out.host.set_data_handle(static_cast<char*>(t->data) + t->byte_offset);
+    out.copy.run(exec);
+  }
+}
+
+void Plan::backward(const Exec& exec, float scale) {
+  for (auto& v : values_) {
+    v->diff_written = false;
+    v->using_scratch = false;
+  }
+  loss_->backward(exec, scale);
+  for (auto it = steps_.rbegin(); it != steps_.rend(); ++it)
+    if (it->output->needs_grad) it->layer->backward(exec);
+}
+
+void Plan::set_taps(const std::vector<std::string>& names) {
+  taps_.clear();
+  for (const std::string& name : names) taps_.emplace_back(name, host_copy(value(name), true));
+}
+
+void Plan::run_taps(const Exec& exec, ramjet_tap_fn fn, void* user) {
+  for (auto& [name, tap] : taps_) {
+    tap.copy.run(exec);
+    exec.stream.wait();
+    DLTensor view{};
+    view.data = tap.host.get_data_handle();
+    view.device = {kDLCPU, 0};
+    view.ndim = static_cast<int32_t>(tap.shape.size());
+    view.dtype = ramjet::dtype_of<float>();
+    view.shape = tap.shape.data();
+    // The host's tap keeps its own error details (through `user`); a failure still stops the forward here.
+    const ramjet_status status = fn(user, name.c_str(), &view, nullptr);
+    if (status != RAMJET_OK) fail(status, "forward: the tap on '" + name + "' failed");
+  }
+}
+
+}  // namespace onednn

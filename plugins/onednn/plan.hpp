@@ -1,0 +1,64 @@
+// A graph compiled for one batch size: every value's buffers, every layer's primitives, the loss, and the copies
+// to and from the host's tensors. Built once per batch size and reused; running it allocates nothing.
+#pragma once
+
+#include "layer.hpp"
+#include "loss.hpp"
+#include "relayout.hpp"
+
+#include <map>
+#include <memory>
+
+namespace onednn {
+
+class Plan {
+ public:
+  Plan(const Graph& graph, const CompileOptions& options, ParameterStore& params, const dnnl::engine& engine,
+       int64_t batch);
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+
+  int64_t batch() const { return batch_; }
+  bool has_backward() const { return backward_; }
+  Loss* loss() { return loss_.get(); }
+
+  // Copies the host's [N, ...] float32 tensor into graph input `index` (checked by the caller).
+  void load_input(size_t index, const DLTensor& tensor);
+  void forward(const Exec& exec);
+  // Each graph output as a [N, ...] float32 tensor: reuses a matching tensor already in `outputs`.
+  void write_outputs(const Exec& exec, ramjet::Example& outputs);
+  // Back-propagates scale * loss (the loss forward must have run).
+  void backward(const Exec& exec, float scale);
+
+  // Taps: the named values, copied to the host's layout after each forward.
+  void set_taps(const std::vector<std::string>& names);
+  void run_taps(const Exec& exec, ramjet_tap_fn fn, void* user);
+
+ private:
+  struct Step {
+    std::unique_ptr<Layer> layer;
+    Value* output;
+  };
+  struct HostCopy {  // a value as a host tensor [N, ...]
+    Value* value;
+    Shape shape;        // with the batch
+    dnnl::memory host;  // canonical layout; its handle is set to the host tensor before each copy
+    Relayout copy;
+  };
+  Value& value(const std::string& name);
+  HostCopy host_copy(Value& value, bool own_buffer);
+
+  int64_t batch_;
+  bool backward_;
+  dnnl::engine engine_;
+  std::vector<std::unique_ptr<Value>> values_;
+  std::map<std::string, Value*> by_name_;
+  std::vector<Value*> inputs_;
+  std::vector<Step> steps_;
+  std::unique_ptr<Loss> loss_;
+  std::vector<HostCopy> outputs_;
+  std::vector<std::pair<std::string, HostCopy>> taps_;
+  dnnl::memory scratchpad_;
+};
+
+}  // namespace onednn

@@ -1,0 +1,242 @@
+#include "program.hpp"
+
+#include "kernels.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <set>
+
+namespace onednn {
+namespace {
+
+// The backend's thread count for the duration of one call (oneDNN's OpenMP runtime reads it per call; primitives
+// are also created under it, as their blocking depends on it). 0 leaves OpenMP's default.
+class ThreadScope {
+ public:
+  explicit ThreadScope(int threads) : threads_(threads) {
+    if (threads_ > 0) {
+      previous_ = omp_get_max_threads();
+      omp_set_num_threads(threads_);
+    }
+  }
+  ~ThreadScope() {
+    if (threads_ > 0) omp_set_num_threads(previous_);
+  }
+  ThreadScope(const ThreadScope&) = delete;
+  ThreadScope& operator=(const ThreadScope&) = delete;
+
+ private:
+  int threads_, previous_ = 0;
+};
+
+std::vector<std::pair<std::string, Shape>> param_specs(const Graph& graph) {
+  std::vector<std::pair<std::string, Shape>> specs;
+  for (const auto& p : graph.params) specs.emplace_back(p.name, p.shape);
+  return specs;
+}
+
+// A node's "trainable" attribute lists the roles that learn (batch_norm: gamma and beta); without it, all do. A
+// parameter is trainable unless every node reading it says otherwise; `users` counts the nodes it learns in.
+void mark_trainable(const Graph& graph, ParameterStore& params) {
+  std::set<std::string> frozen, learning;
+  for (const NodeSpec& node : graph.nodes) {
+    const auto it = node.attrs.find("trainable");
+    for (const auto& [role, name] : node.params) {
+      const bool learns = it == node.attrs.end() || !it->is_array() ||
+                          std::find(it->begin(), it->end(), nlohmann::json(role)) != it->end();
+      if (!learns) {
+        frozen.insert(name);
+        continue;
+      }
+      learning.insert(name);
+      ++params.get(name).users;
+    }
+  }
+  for (const std::string& name : frozen)
+    if (!learning.count(name)) params.get(name).trainable = false;
+}
+
+template <class T>
+void write_scalar(ramjet::Example& outputs, const char* name, T value) {
+  DLTensor* t = outputs.find(name);
+  if (t == nullptr || t->ndim != 0 || !ramjet::same_dtype(t->dtype, ramjet::dtype_of<T>()) ||
+      t->device.device_type != kDLCPU) {
+    outputs.set(name, ramjet::Tensor::zeros(ramjet::dtype_of<T>(), std::span<const int64_t>()));
+    t = outputs.find(name);
+  }
+  *ramjet::data_as<T>(*t) = value;
+}
+
+// A host tensor that must be a contiguous float32 CPU tensor of exactly `shape`.
+const float* checked_floats(DLTensor& t, const Shape& shape, const std::string& what) {
+  if (t.device.device_type != kDLCPU) fail(RAMJET_ERR_INVALID_ARGUMENT, what + " is not a CPU tensor");
+  if (!ramjet::same_dtype(t.dtype, ramjet::dtype_of<float>()))
+    fail(RAMJET_ERR_INVALID_ARGUMENT, what + " has dtype " + ramjet::dtype_name(t.dtype) + "; it must be float32");
+  if (t.ndim != static_cast<int32_t>(shape.size()) || !std::equal(shape.begin(), shape.end(), t.shape))
+    fail(RAMJET_ERR_INVALID_ARGUMENT, what + " has shape " + shape_string(Shape(t.shape, t.shape + t.ndim)) +
+                                          "; it must be " + shape_string(shape));
+  if (!ramjet::is_contiguous(t)) fail(RAMJET_ERR_INVALID_ARGUMENT, what + " must be contiguous");
+  return ramjet::data_as<float>(t);
+}
+
+ramjet::Tensor copy_of(const float* data, const Shape& shape) {
+  ramjet::Tensor t = ramjet::Tensor::zeros(ramjet::dtype_of<float>(), shape);
+  std::memcpy(t.data<float>(), data, static_cast<size_t>(product(shape)) * sizeof(float));
+  return t;
+}
+
+}  // namespace
+
+Program::Program(Graph graph, CompileOptions options, int threads)
+    : graph_(std::move(graph)), options_(std::move(options)), threads_(threads), engine_(dnnl::engine::kind::cpu, 0),
+      stream_(engine_), params_(param_specs(graph_), engine_) {
+  mark_trainable(graph_, params_);
+  optimizer_ = std::make_unique<Optimizer>(options_.optimizer, params_);
+  ThreadScope scope(threads_);
+  plan_for(options_.batch);  // compile errors surface here, not at the first step
+}
+
+Plan& Program::plan_for(int64_t batch) {
+  auto it = plans_.find(batch);
+  if (it != plans_.end()) return *it->second;
+  auto plan = std::make_unique<Plan>(graph_, options_, params_, engine_, batch);
+  if (!taps_.empty()) plan->set_taps(taps_);
+  return *plans_.emplace(batch, std::move(plan)).first->second;
+}
+
+// Checks each graph input without building anything unless it is wrong (this runs every step).
+int64_t Program::check_inputs(ramjet::Example& inputs) const {
+  int64_t batch = -1;
+  for (const TensorSpec& spec : graph_.inputs) {
+    DLTensor* t = inputs.find(spec.name);
+    if (t == nullptr) fail(RAMJET_ERR_INVALID_ARGUMENT, "forward: the inputs have no tensor named '" + spec.name + "'");
+    const bool shaped = t->ndim == static_cast<int32_t>(spec.shape.size()) + 1 && t->shape[0] >= 1 &&
+                        (batch < 0 || t->shape[0] == batch) &&
+                        std::equal(spec.shape.begin(), spec.shape.end(), t->shape + 1);
+    if (!shaped || t->device.device_type != kDLCPU || !ramjet::same_dtype(t->dtype, ramjet::dtype_of<float>()) ||
+        !ramjet::is_contiguous(*t)) {
+      Shape full{batch < 0 ? std::max<int64_t>(t->ndim > 0 ? t->shape[0] : 1, 1) : batch};
+      full.insert(full.end(), spec.shape.begin(), spec.shape.end());
+      checked_floats(*t, full, "forward: input '" + spec.name + "'");  // throws, saying what is wrong
+    }
+    batch = t->shape[0];
+  }
+  return batch;
+}
+
+void Program::forward(const ramjet_forward_args& args, ramjet::Example& inputs, ramjet::Example& outputs) {
+  ThreadScope scope(threads_);
+  trained_ = nullptr;  // whatever happens below, the buffers of an earlier training forward are not kept
+  Plan& plan = plan_for(check_inputs(inputs));
+  for (size_t i = 0; i < graph_.inputs.size(); ++i) plan.load_input(i, *inputs.find(graph_.inputs[i].name));
+  const Exec exec{stream_, args.training != 0, args.seed, nullptr};
+  plan.forward(exec);
+  plan.write_outputs(exec, outputs);
+  DLTensor* labels = graph_.loss ? inputs.find(graph_.loss->labels) : nullptr;
+  if (labels != nullptr) {
+    float loss = 0.0f;
+    int32_t correct = 0;
+    plan.loss()->forward(exec, *labels, loss, correct);
+    write_scalar(outputs, "loss", loss);
+    if (plan.loss()->counts_correct()) write_scalar(outputs, "correct", correct);
+  }
+  if (tap_fn_ != nullptr) plan.run_taps(exec, tap_fn_, tap_user_);
+  stream_.wait();
+  if (exec.training && labels != nullptr) trained_ = &plan;
+}
+
+void Program::backward(const ramjet_backward_args& args) {
+  if (trained_ == nullptr) {
+    std::string labels = graph_.loss ? "'" + graph_.loss->labels + "'" : "(the graph has no loss)";
+    fail(RAMJET_ERR_INVALID_ARGUMENT, "backward: no training forward to back-propagate; call forward with training = 1 "
+                                      "and the labels " + labels + " first");
+  }
+  if (!std::isfinite(args.loss_scale)) fail(RAMJET_ERR_INVALID_ARGUMENT, "backward: loss_scale must be finite");
+  ThreadScope scope(threads_);
+  for (const auto& p : params_.all()) {
+    p->pending = p->users;
+    p->written = false;
+  }
+  const Exec exec{stream_, true, 0, &args};
+  trained_->backward(exec, args.loss_scale);
+  for (const auto& p : params_.all()) {  // trainable parameters no layer reads: a zero gradient
+    if (!p->trainable || p->users > 0) continue;
+    if (!args.accumulate) zero_floats(p->grad_data(), p->count());
+    p->pending = 1;
+    exec.gradient_done(*p);
+  }
+  stream_.wait();
+  if (args.out_found_nonfinite != nullptr) {
+    bool finite = true;
+    for (const auto& p : params_.all()) finite = finite && (!p->trainable || all_finite(p->grad_data(), p->count()));
+    *args.out_found_nonfinite = finite ? 0 : 1;
+  }
+}
+
+void Program::optimizer_update(const ramjet_update_args& args) {
+  ThreadScope scope(threads_);
+  optimizer_->update(args);
+}
+
+void Program::get_state(std::string_view which, ramjet::Example& out) {
+  if (which == "parameters") {
+    for (const auto& p : params_.all()) out.set(p->name, copy_of(p->data(), p->shape));
+  } else if (which == "gradients") {
+    for (const auto& p : params_.all())
+      if (p->trainable) out.set(p->name, ramjet::Tensor(&p->grad_view));  // no deleter: a view
+  } else if (which == "optimizer") {
+    for (const auto& s : optimizer_->slots()) out.set(s.name, copy_of(s.data.data(), s.param->shape));
+  } else if (which != "buffers") {
+    fail(RAMJET_ERR_INVALID_ARGUMENT, "get_state: unknown state '" + std::string(which) +
+                                          "' (parameters, gradients, optimizer, buffers)");
+  }
+}
+
+void Program::set_state(std::string_view which, ramjet::Example& values) {
+  const std::string what = "set_state(" + std::string(which) + "): ";
+  if (which != "parameters" && which != "gradients" && which != "optimizer" && which != "buffers")
+    fail(RAMJET_ERR_INVALID_ARGUMENT, "set_state: unknown state '" + std::string(which) +
+                                          "' (parameters, gradients, optimizer, buffers)");
+  // Check everything before changing anything.
+  std::vector<std::pair<float*, const float*>> copies;
+  std::vector<size_t> counts;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const std::string name(values.name(i));
+    DLTensor& t = *values.at(i);
+    float* target = nullptr;
+    const Shape* shape = nullptr;
+    if (which == "optimizer") {
+      if (Optimizer::Slot* s = optimizer_->find(name)) target = s->data.data(), shape = &s->param->shape;
+    } else if (which != "buffers") {
+      Param* p = params_.find(name);
+      if (p != nullptr && (which == "parameters" || p->trainable))
+        target = which == "parameters" ? p->data() : p->grad_data(), shape = &p->shape;
+    }
+    if (target == nullptr)
+      fail(RAMJET_ERR_INVALID_ARGUMENT, what + "the program has no " + std::string(which) + " entry named '" + name + "'");
+    copies.emplace_back(target, checked_floats(t, *shape, what + "'" + name + "'"));
+    counts.push_back(static_cast<size_t>(product(*shape)));
+  }
+  for (size_t i = 0; i < copies.size(); ++i) std::memcpy(copies[i].first, copies[i].second, counts[i] * sizeof(float));
+  if (which == "parameters")
+    for (const auto& p : params_.all()) ++p->version;
+}
+
+void Program::set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, void* user) {
+  std::set<std::string> known;
+  for (const auto& in : graph_.inputs) known.insert(in.name);
+  for (const auto& node : graph_.nodes) known.insert(node.name);
+  for (const auto& name : names)
+    if (!known.count(name)) fail(RAMJET_ERR_INVALID_ARGUMENT, "set_taps: the graph has no tensor named '" + name + "'");
+  if (!names.empty() && fn == nullptr) fail(RAMJET_ERR_INVALID_ARGUMENT, "set_taps: no tap function");
+  ThreadScope scope(threads_);
+  taps_ = names;
+  tap_fn_ = names.empty() ? nullptr : fn;
+  tap_user_ = user;
+  for (auto& [batch, plan] : plans_) plan->set_taps(taps_);
+}
+
+}  // namespace onednn

@@ -1,0 +1,46 @@
+// A compiled graph: the parameters and optimizer state it owns, and one Plan per batch size it has met (the
+// compiled batch first; a smaller last batch of an epoch gets its own plan once, then reuses it).
+#pragma once
+
+#include "optimizer.hpp"
+#include "plan.hpp"
+
+#include <map>
+#include <memory>
+#include <string_view>
+
+namespace onednn {
+
+class Program {
+ public:
+  Program(Graph graph, CompileOptions options, int threads);
+
+  void forward(const ramjet_forward_args& args, ramjet::Example& inputs, ramjet::Example& outputs);
+  void backward(const ramjet_backward_args& args);
+  void optimizer_update(const ramjet_update_args& args);
+  // "parameters" and "optimizer": copies in Keras layouts; "gradients": views of the gradient buffers (valid
+  // until the program is destroyed; writing them in place, e.g. an all-reduce, changes what the optimizer
+  // applies); "buffers": none yet (no batch_norm).
+  void get_state(std::string_view which, ramjet::Example& out);
+  void set_state(std::string_view which, ramjet::Example& values);
+  void set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, void* user);
+
+ private:
+  int64_t check_inputs(ramjet::Example& inputs) const;
+  Plan& plan_for(int64_t batch);
+
+  Graph graph_;
+  CompileOptions options_;
+  int threads_;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  ParameterStore params_;
+  std::unique_ptr<Optimizer> optimizer_;  // after the parameters are marked trainable or not
+  std::map<int64_t, std::unique_ptr<Plan>> plans_;
+  Plan* trained_ = nullptr;  // the plan of the last training forward with labels: backward reads its buffers
+  std::vector<std::string> taps_;
+  ramjet_tap_fn tap_fn_ = nullptr;
+  void* tap_user_ = nullptr;
+};
+
+}  // namespace onednn
