@@ -208,14 +208,18 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
   Example outputs;
 
   auto end_epoch = [&](int64_t finished) {
+    // Throughput over the epoch's wall time, input waits included and evaluation excluded (what Keras's step
+    // timings measure).
+    const double epoch_wall = seconds_since(epoch_start);
     last_train = epoch_metrics;
     if (has_eval) last_eval = evaluate(manifest, registry, seed, *program, backend_name);
     const double lr_now = schedule->at(step) * lr_scale;
     nlohmann::json h = {{"epoch", finished + 1},
                         {"loss", last_train.loss()},
                         {"lr", lr_now},
-                        {"samples_per_s", epoch_train_s > 0 ? static_cast<double>(epoch_metrics.samples) / epoch_train_s : 0.0},
-                        {"train_s", epoch_train_s},
+                        {"samples_per_s", epoch_wall > 0 ? static_cast<double>(epoch_metrics.samples) / epoch_wall : 0.0},
+                        {"compute_s", epoch_train_s},
+                        {"wall_s", epoch_wall},
                         {"elapsed_s", seconds_since(run_start)}};
     if (last_train.has_accuracy) h["accuracy"] = last_train.accuracy();
     if (last_eval) h["val_loss"] = last_eval->loss(), h["val_accuracy"] = last_eval->accuracy();
