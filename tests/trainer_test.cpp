@@ -199,3 +199,18 @@ TEST_F(TrainerTest, BadTrainSectionsNameTheirField) {
     EXPECT_NE(std::string(e.what()).find("#/train/backend: no plugin provides backend 'tpu'"), std::string::npos) << e.what();
   }
 }
+
+TEST_F(TrainerTest, EarlyStoppingStopsAndRestoresTheBestEpochsWeights) {
+  // Two good epochs at a sane learning rate, then one far too large: validation loss gets worse, patience 1 ends
+  // the run, and the weights of the best epoch come back.
+  auto doc = manifest_doc(1024, 32, 6,
+                          {{"schedule", {{"type", "step"}, {"boundaries", {64}}, {"values", {0.1, 3.0}}}},
+                           {"early_stopping", {{"monitor", "val_loss"}, {"patience", 1}, {"restore_best_weights", true}}}});
+  auto report = train_model(write(doc), registry, TrainOptions{});
+  const auto& history = report["train"]["history"];
+  ASSERT_EQ(history.size(), 3u) << history.dump();
+  EXPECT_TRUE(report["train"]["stopped_early"].get<bool>());
+  EXPECT_GT(history[2]["val_loss"].get<double>(), history[1]["val_loss"].get<double>());
+  EXPECT_EQ(report["eval"]["restored_best_epoch"], 2);
+  EXPECT_DOUBLE_EQ(report["eval"]["loss"].get<double>(), history[1]["val_loss"].get<double>());
+}
