@@ -2,6 +2,7 @@
 #include "activation.hpp"
 
 #include "../edge.hpp"
+#include "layer_skeletons.hpp"
 #include "registry.hpp"
 
 namespace onednn {
@@ -81,7 +82,7 @@ const dnnl::memory& PostActivation::backward(const Exec& exec, const dnnl::memor
 namespace {
 
 // A standalone activation node: {"op": "activation", "attrs": {"activation": "relu"}}.
-class Activation : public Layer {
+class Activation : public ElementwiseLayer {
  public:
   Activation(const NodeSpec& node, LayerBuilder& b) {
     spec_ = activation_spec(node.attr_string("activation", "linear"), node);
@@ -109,26 +110,8 @@ class Activation : public Layer {
     }
   }
 
-  void forward(const Exec& exec) override {
-    in_.forward(exec);
-    exec.run(fwd_, fwd_args_);
-  }
-
-  void backward(const Exec& exec) override {
-    if (!in_.needs_grad()) return;
-    bwd_args_[DNNL_ARG_DIFF_DST] = read_diff(*out_);
-    bwd_args_[DNNL_ARG_DIFF_SRC] = in_.begin_diff();
-    exec.run(bwd_, bwd_args_);
-    in_.end_diff(exec);
-  }
-
  private:
   ActivationSpec spec_;
-  Edge in_;
-  Value* out_ = nullptr;
-  dnnl::eltwise_forward fwd_;
-  dnnl::eltwise_backward bwd_;
-  Args fwd_args_, bwd_args_;
 };
 
 }  // namespace

@@ -3,12 +3,13 @@
 #include "../layout.hpp"
 #include "../weights.hpp"
 #include "activation.hpp"
+#include "layer_skeletons.hpp"
 #include "registry.hpp"
 
 namespace onednn {
 namespace {
 
-class Dense : public Layer {
+class Dense : public WeightedLayer {
  public:
   Dense(const NodeSpec& node, LayerBuilder& b) {
     if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "dense takes one input");
@@ -60,41 +61,6 @@ class Dense : public Layer {
     bwd_data_args_ = {{DNNL_ARG_WEIGHTS, kernel_.compute(dpd.weights_desc())}};
     b.use_scratchpad(dpd, bwd_data_args_);
   }
-
-  void forward(const Exec& exec) override {
-    in_.forward(exec);
-    kernel_.refresh(exec);
-    exec.run(fwd_, fwd_args_);
-    act_.forward(exec);
-  }
-
-  void backward(const Exec& exec) override {
-    const dnnl::memory& diff = act_.backward(exec, read_diff(*out_));
-    bwd_weights_args_[DNNL_ARG_DIFF_DST] = diff;
-    bwd_weights_args_[DNNL_ARG_DIFF_WEIGHTS] = kernel_grad_.target(exec);
-    if (bias_grad_) bwd_weights_args_[DNNL_ARG_DIFF_BIAS] = bias_grad_.target(exec);
-    exec.run(bwd_weights_, bwd_weights_args_);
-    kernel_grad_.commit(exec);
-    if (bias_grad_) bias_grad_.commit(exec);
-
-    if (!in_.needs_grad()) return;
-    kernel_.refresh(exec);
-    bwd_data_args_[DNNL_ARG_DIFF_DST] = diff;
-    bwd_data_args_[DNNL_ARG_DIFF_SRC] = in_.begin_diff();
-    exec.run(bwd_data_, bwd_data_args_);
-    in_.end_diff(exec);
-  }
-
- private:
-  Edge in_;
-  Value* out_ = nullptr;
-  PostActivation act_;
-  WeightsView kernel_;
-  GradSink kernel_grad_, bias_grad_;
-  dnnl::inner_product_forward fwd_;
-  dnnl::inner_product_backward_weights bwd_weights_;
-  dnnl::inner_product_backward_data bwd_data_;
-  Args fwd_args_, bwd_weights_args_, bwd_data_args_;
 };
 
 }  // namespace

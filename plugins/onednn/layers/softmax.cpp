@@ -1,12 +1,13 @@
 // softmax over the last axis (channels for images), in the host's row-major layout.
 #include "../edge.hpp"
 #include "../layout.hpp"
+#include "layer_skeletons.hpp"
 #include "registry.hpp"
 
 namespace onednn {
 namespace {
 
-class Softmax : public Layer {
+class Softmax : public ElementwiseLayer {
  public:
   Softmax(const NodeSpec& node, LayerBuilder& b) {
     if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "softmax takes one input");
@@ -30,26 +31,6 @@ class Softmax : public Layer {
     bwd_args_ = {{DNNL_ARG_DST, out_->mem}};
     b.use_scratchpad(bpd, bwd_args_);
   }
-
-  void forward(const Exec& exec) override {
-    in_.forward(exec);
-    exec.run(fwd_, fwd_args_);
-  }
-
-  void backward(const Exec& exec) override {
-    if (!in_.needs_grad()) return;
-    bwd_args_[DNNL_ARG_DIFF_DST] = read_diff(*out_);
-    bwd_args_[DNNL_ARG_DIFF_SRC] = in_.begin_diff();
-    exec.run(bwd_, bwd_args_);
-    in_.end_diff(exec);
-  }
-
- private:
-  Edge in_;
-  Value* out_ = nullptr;
-  dnnl::softmax_forward fwd_;
-  dnnl::softmax_backward bwd_;
-  Args fwd_args_, bwd_args_;
 };
 
 }  // namespace

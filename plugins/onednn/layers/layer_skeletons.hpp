@@ -1,0 +1,72 @@
+// The two run-time shapes most layers share, so each layer file only builds its primitives:
+//   ElementwiseLayer — one primitive forward, one backward from d output to d input (activation, softmax);
+//   WeightedLayer    — a kernel (and bias) with a fused activation: forward, backward weights, backward data
+//                      (conv2d, dense).
+#pragma once
+
+#include "../edge.hpp"
+#include "../weights.hpp"
+#include "activation.hpp"
+#include "registry.hpp"
+
+namespace onednn {
+
+class ElementwiseLayer : public Layer {
+ public:
+  void forward(const Exec& exec) override {
+    in_.forward(exec);
+    exec.run(fwd_, fwd_args_);
+  }
+
+  void backward(const Exec& exec) override {
+    if (!in_.needs_grad()) return;
+    bwd_args_[DNNL_ARG_DIFF_DST] = read_diff(*out_);
+    bwd_args_[DNNL_ARG_DIFF_SRC] = in_.begin_diff();
+    exec.run(bwd_, bwd_args_);
+    in_.end_diff(exec);
+  }
+
+ protected:
+  Edge in_;
+  Value* out_ = nullptr;
+  dnnl::primitive fwd_, bwd_;
+  Args fwd_args_, bwd_args_;
+};
+
+class WeightedLayer : public Layer {
+ public:
+  void forward(const Exec& exec) override {
+    in_.forward(exec);
+    kernel_.refresh(exec);
+    exec.run(fwd_, fwd_args_);
+    act_.forward(exec);
+  }
+
+  void backward(const Exec& exec) override {
+    const dnnl::memory& diff = act_.backward(exec, read_diff(*out_));
+    bwd_weights_args_[DNNL_ARG_DIFF_DST] = diff;
+    bwd_weights_args_[DNNL_ARG_DIFF_WEIGHTS] = kernel_grad_.target(exec);
+    if (bias_grad_) bwd_weights_args_[DNNL_ARG_DIFF_BIAS] = bias_grad_.target(exec);
+    exec.run(bwd_weights_, bwd_weights_args_);
+    kernel_grad_.commit(exec);
+    if (bias_grad_) bias_grad_.commit(exec);
+
+    if (!in_.needs_grad()) return;  // e.g. the first layer: no one wants d loss / d image
+    kernel_.refresh(exec);
+    bwd_data_args_[DNNL_ARG_DIFF_DST] = diff;
+    bwd_data_args_[DNNL_ARG_DIFF_SRC] = in_.begin_diff();
+    exec.run(bwd_data_, bwd_data_args_);
+    in_.end_diff(exec);
+  }
+
+ protected:
+  Edge in_;
+  Value* out_ = nullptr;
+  PostActivation act_;
+  WeightsView kernel_;
+  GradSink kernel_grad_, bias_grad_;
+  dnnl::primitive fwd_, bwd_weights_, bwd_data_;
+  Args fwd_args_, bwd_weights_args_, bwd_data_args_;
+};
+
+}  // namespace onednn
