@@ -71,6 +71,25 @@ int command_plugins(const std::vector<std::string>& args) {
   return listing_has_load_failures(listing) ? kExitRuntime : kExitOk;
 }
 
+// Every manifest command takes MANIFEST, --set and --help; `more` adds its own flags.
+po::options_description manifest_options(const std::string& title) {
+  po::options_description options(title);
+  options.add_options()("help,h", "show this help")("manifest", po::value<std::string>(), "pipeline manifest")(
+      "set", po::value<std::vector<std::string>>()->composing(), "override a field: POINTER=VALUE");
+  return options;
+}
+
+// Parses a manifest command's arguments; false when --help was printed instead.
+bool parse_manifest_command(const std::vector<std::string>& args, const po::options_description& options,
+                            po::variables_map& vm) {
+  po::positional_options_description positional;
+  positional.add("manifest", 1);
+  vm = parse(args, options, positional);
+  if (!vm.count("help")) return true;
+  std::cout << options;
+  return false;
+}
+
 PipelineManifest manifest_from(const po::variables_map& vm) {
   if (!vm.count("manifest")) throw po::error("missing MANIFEST");
   PipelineManifest manifest = load_pipeline_manifest(vm["manifest"].as<std::string>());
@@ -80,16 +99,9 @@ PipelineManifest manifest_from(const po::variables_map& vm) {
 }
 
 int command_validate(const std::vector<std::string>& args) {
-  po::options_description options("ramjet validate MANIFEST");
-  options.add_options()("help,h", "show this help")("manifest", po::value<std::string>(), "pipeline manifest")(
-      "set", po::value<std::vector<std::string>>()->composing(), "override a field: POINTER=VALUE");
-  po::positional_options_description positional;
-  positional.add("manifest", 1);
-  auto vm = parse(args, options, positional);
-  if (vm.count("help")) {
-    std::cout << options;
-    return kExitOk;
-  }
+  const auto options = manifest_options("ramjet validate MANIFEST");
+  po::variables_map vm;
+  if (!parse_manifest_command(args, options, vm)) return kExitOk;
   PipelineManifest manifest = manifest_from(vm);
   PluginRegistry registry(discovery_options_from_environment());
   require_valid(manifest, registry);
@@ -99,21 +111,13 @@ int command_validate(const std::vector<std::string>& args) {
 
 // `run` and `pipeline` share their flags: MANIFEST, --report, --set, --quiet (and `pipeline` adds --name).
 int command_running(const std::vector<std::string>& args, bool whole_run) {
-  po::options_description options(whole_run ? "ramjet run MANIFEST" : "ramjet pipeline MANIFEST");
-  options.add_options()("help,h", "show this help")("manifest", po::value<std::string>(), "pipeline manifest")(
-      "report", po::value<std::string>(), "write a JSON report to FILE")(
-      "set", po::value<std::vector<std::string>>()->composing(), "override a field: POINTER=VALUE")(
+  auto options = manifest_options(whole_run ? "ramjet run MANIFEST" : "ramjet pipeline MANIFEST");
+  options.add_options()("report", po::value<std::string>(), "write a JSON report to FILE")(
       "quiet,q", "print nothing but errors");
   if (whole_run) options.add_options()("resume", "continue training from the newest checkpoint in train.checkpoint.dir");
-  if (!whole_run)
-    options.add_options()("name", po::value<std::string>()->default_value("train"), "which input pipeline: train or eval");
-  po::positional_options_description positional;
-  positional.add("manifest", 1);
-  auto vm = parse(args, options, positional);
-  if (vm.count("help")) {
-    std::cout << options;
-    return kExitOk;
-  }
+  else options.add_options()("name", po::value<std::string>()->default_value("train"), "which input pipeline: train or eval");
+  po::variables_map vm;
+  if (!parse_manifest_command(args, options, vm)) return kExitOk;
   PipelineManifest manifest = manifest_from(vm);
   PluginRegistry registry(discovery_options_from_environment());
   RunOptions run_options;
@@ -128,17 +132,10 @@ int command_running(const std::vector<std::string>& args, bool whole_run) {
 }
 
 int command_graph(const std::vector<std::string>& args) {
-  po::options_description options("ramjet graph MANIFEST");
-  options.add_options()("help,h", "show this help")("manifest", po::value<std::string>(), "pipeline manifest")(
-      "json", "print the graph IR a backend compiles")(
-      "set", po::value<std::vector<std::string>>()->composing(), "override a field: POINTER=VALUE");
-  po::positional_options_description positional;
-  positional.add("manifest", 1);
-  auto vm = parse(args, options, positional);
-  if (vm.count("help")) {
-    std::cout << options;
-    return kExitOk;
-  }
+  auto options = manifest_options("ramjet graph MANIFEST");
+  options.add_options()("json", "print the graph IR a backend compiles");
+  po::variables_map vm;
+  if (!parse_manifest_command(args, options, vm)) return kExitOk;
   PipelineManifest manifest = manifest_from(vm);
   if (!manifest.doc.contains("model")) throw InvalidInput(manifest.where("/model") + ": the manifest has no model");
   Graph graph = build_graph(manifest);
