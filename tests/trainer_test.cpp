@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <sstream>
 #include <thread>
 
 using namespace ramjet::core;
@@ -53,7 +54,8 @@ nlohmann::json manifest_doc(int64_t take, int64_t batch, int64_t epochs, const n
 
 class TrainerTest : public ::testing::Test {
  protected:
-  PluginRegistry registry{DiscoveryOptions{{stock_plugin_dir(), fixture_dir("linear_backend")}, {}, {}}};
+  PluginRegistry registry{
+      DiscoveryOptions{{stock_plugin_dir(), fixture_dir("linear_backend"), fixture_dir("mirror_fixture")}, {}, {}}};
   TempDir dir;
 
   PipelineManifest write(const nlohmann::json& doc, const std::string& name = "m.json") {
@@ -213,4 +215,54 @@ TEST_F(TrainerTest, EarlyStoppingStopsAndRestoresTheBestEpochsWeights) {
   EXPECT_GT(history[2]["val_loss"].get<double>(), history[1]["val_loss"].get<double>());
   EXPECT_EQ(report["eval"]["restored_best_epoch"], 2);
   EXPECT_DOUBLE_EQ(report["eval"]["loss"].get<double>(), history[1]["val_loss"].get<double>());
+}
+
+TEST_F(TrainerTest, MirroredStrategyBroadcastsReducesShardsAndOnlyRankZeroWrites) {
+  auto run = [&](int rank, const std::string& sub, std::ostream* progress) {
+    auto doc = manifest_doc(512, 64, 2,
+                            {{"strategy", {{"type", "fake_mirror"}, {"rank", rank}, {"world", 2},
+                                           {"log", (dir / (sub + ".log")).string()}}},
+                             {"checkpoint", {{"dir", sub}}}});
+    TrainOptions o;
+    o.progress = progress;
+    auto report = train_model(write(doc, sub + ".json"), registry, o);
+    return std::make_pair(report, nlohmann::json::parse(read_file(dir / (sub + ".log"))));
+  };
+  std::ostringstream rank0_out, rank1_out;
+  auto [report0, calls0] = run(0, "rank0", &rank0_out);
+  // Each replica reads half of every epoch: 512 / 2 / 64 = 4 steps per epoch.
+  EXPECT_EQ(report0["train"]["steps"], 8);
+  EXPECT_EQ(report0["train"]["replicas"], 2);
+  EXPECT_EQ(report0["train"]["strategy"], "fake_mirror");
+  EXPECT_EQ(calls0["broadcasts"], 2);         // dense/kernel and dense/bias, once
+  EXPECT_EQ(calls0["all_reduces"], 8 * 2);    // every parameter's gradient at every update
+  EXPECT_EQ(calls0["means"], 8 * 2);
+  EXPECT_NE(rank0_out.str().find("trained 8 steps"), std::string::npos);
+  EXPECT_TRUE(latest_checkpoint(dir / "rank0").has_value());
+
+  auto [report1, calls1] = run(1, "rank1", &rank1_out);
+  EXPECT_EQ(report1["train"]["steps"], 8);
+  EXPECT_EQ(calls1["all_reduces"], 8 * 2);
+  EXPECT_EQ(rank1_out.str(), "") << "only rank 0 prints";
+  EXPECT_FALSE(latest_checkpoint(dir / "rank1").has_value()) << "only rank 0 writes checkpoints";
+}
+
+TEST_F(TrainerTest, LossScalingPolicyLeavesTheUpdateUnchanged) {
+  auto run = [&](const std::string& precision, const std::string& sub) {
+    auto doc = manifest_doc(256, 64, 1, {{"precision", precision}, {"checkpoint", {{"dir", sub}}}});
+    doc["data"].erase("eval");
+    auto report = train_model(write(doc, sub + ".json"), registry, TrainOptions{});
+    return std::make_pair(report, params_of(*latest_checkpoint(dir / sub)));
+  };
+  auto [plain_report, plain] = run("float32", "plain");
+  // The fixture policy scales the loss by 128; the trainer must divide the gradients by the same factor.
+  auto [scaled_report, scaled] = run("mixed_float16", "scaled");
+  EXPECT_EQ(scaled_report["train"]["precision"], "mixed_float16");
+  EXPECT_EQ(scaled_report["train"]["skipped_updates"], 0);
+  ASSERT_EQ(plain.size(), scaled.size());
+  double worst = 0;
+  for (size_t i = 0; i < plain.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(plain[i] - scaled[i])));
+  EXPECT_LT(worst, 1e-5);
+  Checkpoint c = load_checkpoint(*latest_checkpoint(dir / "scaled"));
+  EXPECT_EQ(c.trainer["loss_scaler"], "7363616c653d313238") << "the policy's state (\"scale=128\") is checkpointed";
 }

@@ -52,4 +52,32 @@ void Program::set_state(const char* which, Example& values) {
                  what("set_state") + std::string(" ") + which);
 }
 
+namespace {
+ramjet_status call_tap(void* user, const char* name, const DLTensor* value, ramjet_error* error) {
+  try {
+    (*static_cast<Program::Tap*>(user))(name, *value);
+    return RAMJET_OK;
+  } catch (const std::exception& e) {
+    error->status = RAMJET_ERR_INTERNAL;
+    error->message = e.what();
+  } catch (...) {
+    error->status = RAMJET_ERR_INTERNAL;
+    error->message = "unknown exception in a tap";
+  }
+  return error->status;
+}
+}  // namespace
+
+void Program::set_taps(const std::vector<std::string>& names, Tap tap) {
+  const auto& v = vt();
+  if (v.struct_size < offsetof(ramjet_backend_vtable, set_taps) + sizeof(v.set_taps) || v.set_taps == nullptr)
+    throw InvalidInput(what("set_taps") + ": this backend cannot tap activations (needed for calibration)");
+  const std::string list = nlohmann::json(names).dump();
+  auto next = names.empty() ? nullptr : std::make_unique<Tap>(std::move(tap));
+  ramjet_error error;
+  throw_on_error(v.set_taps(backend_.self(), program_, list.c_str(), next ? call_tap : nullptr, next.get(), &error),
+                 error, what("set_taps"));
+  tap_ = std::move(next);
+}
+
 }  // namespace ramjet::core

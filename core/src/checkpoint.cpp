@@ -89,7 +89,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
     if (e.name.rfind(kParam, 0) == 0) c.parameters.set(e.name.substr(std::strlen(kParam)), std::move(e.tensor));
     else if (e.name.rfind(kOptimizer, 0) == 0) c.optimizer.set(e.name.substr(std::strlen(kOptimizer)), std::move(e.tensor));
   }
-  log(RAMJET_LOG_INFO, "checkpoint", "resuming from " + path.string() + " (step " + std::to_string(c.step) + ")");
+  log(RAMJET_LOG_INFO, "checkpoint", "loaded " + path.string() + " (step " + std::to_string(c.step) + ")");
   return c;
 }
 

@@ -1,5 +1,6 @@
 #include "ramjet/core/pipeline_manifest.hpp"
 
+#include "ramjet/core/export_config.hpp"
 #include "ramjet/core/failure.hpp"
 #include "ramjet/core/graph.hpp"
 #include "ramjet/core/train_config.hpp"
@@ -37,12 +38,13 @@ class Validator {
       else if (key == "seed") non_negative_integer(value, p);
       else if (key == "model") model();
       else if (key == "train") train();
-      else if (key == "export") add(p, "the 'export' section is not supported by this version of ramjet yet");
-      else add(p, "unknown field (expected data, model, train, seed)");
+      else if (key == "export") exporting();
+      else add(p, "unknown field (expected data, model, train, export, seed)");
     }
     if (!doc.contains("data")) add("/data", "required section is missing");
     if (doc.contains("train") && !doc.contains("model")) add("/model", "training needs a model");
     if (doc.contains("model") && !doc.contains("train")) add("/train", "a model needs a train section to run");
+    if (doc.contains("export") && !doc.contains("model")) add("/model", "exporting needs a model");
     if (doc.contains("train") && doc.contains("data") && doc["data"].is_object() && !doc["data"].contains("train"))
       add("/data/train", "training needs a train input pipeline");
   }
@@ -72,6 +74,18 @@ class Validator {
       std::string list;
       for (const auto& n : registry_.available(RAMJET_KIND_BACKEND)) list += (list.empty() ? "" : ", ") + n;
       add("/train/backend", "no plugin provides backend '" + backend + "' (available: " + (list.empty() ? "none" : list) + ")");
+    }
+  }
+
+  void exporting() {
+    try {
+      const ExportConfig c = read_export_config(manifest_);
+      if (registry_.provider(RAMJET_KIND_QUANTIZER, c.quantizer) == nullptr)
+        add("/export/quantizer", "no plugin provides quantizer '" + c.quantizer + "'");
+      if (registry_.provider(RAMJET_KIND_EXPORTER, c.format) == nullptr)
+        add("/export/format", "no plugin provides exporter '" + c.format + "'");
+    } catch (const ManifestError& e) {
+      add(e.pointer, e.message);
     }
   }
 

@@ -2,6 +2,7 @@
 
 #include "ramjet/core/failure.hpp"
 #include "ramjet/core/input_pipeline.hpp"
+#include "ramjet/core/model_export.hpp"
 #include "ramjet/core/tensor_stats.hpp"
 #include "ramjet/core/trainer.hpp"
 
@@ -90,7 +91,11 @@ nlohmann::json run_pipeline(const PipelineManifest& manifest, PluginRegistry& re
     train_options.progress = options.progress;
     train_options.terminal = options.terminal;
     train_options.resume = options.resume;
+    Example trained;
+    if (manifest.doc.contains("export")) train_options.trained_parameters = &trained;
     nlohmann::json report = train_model(manifest, registry, train_options);
+    if (!trained.entries.empty())  // rank 0 only, under a mirrored strategy
+      report["export"] = export_trained_model(manifest, registry, trained, options.progress);
     report["manifest"] = manifest.path.string();
     report["peak_rss_bytes"] = peak_rss_bytes();
     return report;

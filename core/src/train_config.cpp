@@ -40,7 +40,15 @@ TrainConfig read_train_config(const PipelineManifest& manifest) {
     text("backend", c.backend);
   }
   text("precision", c.precision);
-  text("strategy", c.strategy);
+  if (t.contains("strategy") && t["strategy"].is_object()) {
+    const json& st = t["strategy"];
+    if (!st.contains("type") || !st["type"].is_string()) throw fail("/train/strategy/type", "required: the strategy's name");
+    c.strategy = st["type"];
+    c.strategy_config = st;
+    c.strategy_config.erase("type");
+  } else {
+    text("strategy", c.strategy);
+  }
   if (c.precision != "float32" && c.precision != "mixed_bfloat16" && c.precision != "mixed_float16")
     throw fail("/train/precision", "must be float32, mixed_bfloat16 or mixed_float16");
   c.epochs = positive(t.value("epochs", json()), "/train/epochs", 1, 1);

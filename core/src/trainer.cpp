@@ -7,6 +7,7 @@
 #include "ramjet/core/input_pipeline.hpp"
 #include "ramjet/core/log.hpp"
 #include "ramjet/core/lr_schedule.hpp"
+#include "ramjet/core/model_components.hpp"
 #include "ramjet/core/seeds.hpp"
 #include "ramjet/core/train_config.hpp"
 #include "ramjet/core/training_callbacks.hpp"
@@ -105,6 +106,20 @@ Metrics evaluate(const PipelineManifest& manifest, PluginRegistry& registry, uin
   return m;
 }
 
+std::string to_hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) out += digits[c >> 4], out += digits[c & 15];
+  return out;
+}
+
+std::string from_hex(const nlohmann::json& text) {
+  const std::string s = text.is_string() ? text.get<std::string>() : std::string();
+  std::string out;
+  for (size_t i = 0; i + 1 < s.size(); i += 2) out += static_cast<char>(std::stoi(s.substr(i, 2), nullptr, 16));
+  return out;
+}
+
 double monitored(const std::string& metric, const Metrics& train, const std::optional<Metrics>& eval) {
   const bool val = metric.rfind("val_", 0) == 0;
   const Metrics& m = val && eval ? *eval : train;
@@ -117,12 +132,30 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
   require_valid(original, registry);
   const TrainConfig cfg = read_train_config(original);
   const uint64_t seed = original.doc.value("seed", uint64_t{0});
-  if (cfg.strategy != "single")
-    throw InvalidInput(original.where("/train/strategy") + ": this version of ramjet trains with the built-in "
-                                                             "'single' strategy only");
+  // float32 and the built-in single-process strategy need no component; anything else is looked up by name.
+  std::optional<PrecisionPolicy> policy;
+  if (cfg.precision != "float32") {
+    CreateArgs args;
+    args.where = original.where("/train/precision");
+    args.seed = seed;
+    policy.emplace(registry.component(RAMJET_KIND_PRECISION_POLICY, cfg.precision), args);
+  }
+  std::optional<Strategy> strategy;
+  if (cfg.strategy != "single") {
+    CreateArgs args;
+    args.config = cfg.strategy_config;
+    args.where = original.where("/train/strategy");
+    args.seed = seed;
+    strategy.emplace(registry.component(RAMJET_KIND_STRATEGY, cfg.strategy), args);
+  }
+  const int32_t rank = strategy ? strategy->rank() : 0;
+  const int32_t world = strategy ? strategy->world_size() : 1;
   // The trainer owns the epochs: the training input repeats exactly as often.
   PipelineManifest manifest = original;
   manifest.doc["data"]["train"]["epochs"] = cfg.epochs;
+  // Mirrored training: each replica reads its own shard of every epoch.
+  if (world > 1) manifest.doc["data"]["train"]["shard"] = {{"count", world}, {"index", rank}};
+  std::ostream* const progress_out = rank == 0 ? options.progress : nullptr;
   const bool has_eval = manifest.doc["data"].contains("eval");
 
   Graph graph = build_graph(manifest);
@@ -140,6 +173,14 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
     Example initial = initial_parameters(graph.ir, seed);
     program->set_state("parameters", initial);
   }
+  // Every replica starts from rank 0's weights (after a resume too: they all read the same checkpoint, but the
+  // broadcast makes that an invariant rather than an assumption).
+  auto broadcast_parameters = [&]() {
+    if (!strategy) return;
+    Example parameters = program->get_state("parameters");
+    for (auto& p : parameters.entries) strategy->broadcast(p.tensor->dl_tensor, 0);
+    program->set_state("parameters", parameters);
+  };
 
   const int64_t per_epoch = train.elements_per_epoch();
   const int64_t steps_per_epoch =
@@ -179,29 +220,34 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
       history = c.trainer.value("history", nlohmann::json::array());
       if (plateau && c.trainer.contains("plateau")) plateau->restore(c.trainer["plateau"]);
       if (early && c.trainer.contains("early_stopping")) early->restore(c.trainer["early_stopping"]);
+      if (policy && c.trainer.contains("loss_scaler")) policy->restore_state(from_hex(c.trainer["loss_scaler"]));
     } else {
       log(RAMJET_LOG_WARNING, "checkpoint", "no checkpoint in " + checkpoint_dir.string() + "; starting from scratch");
     }
   }
+  broadcast_parameters();
   auto save = [&]() {
-    if (!cfg.checkpoint) return;
+    if (!cfg.checkpoint || rank != 0) return;
     Checkpoint c;
     c.step = step;
     c.pipeline = train.state();
     c.trainer = {{"lr_scale", lr_scale}, {"history", history}};
     if (plateau) c.trainer["plateau"] = plateau->state();
     if (early) c.trainer["early_stopping"] = early->state();
+    if (policy) c.trainer["loss_scaler"] = to_hex(policy->save_state());
     c.parameters = program->get_state("parameters");
     c.optimizer = program->get_state("optimizer");
     save_checkpoint(checkpoint_dir, c, cfg.checkpoint->keep);
   };
 
-  Progress progress(options.progress, options.terminal, cfg.epochs);
+  Progress progress(progress_out, options.terminal, cfg.epochs);
   Metrics epoch_metrics, last_train;
   std::optional<Metrics> last_eval;
   std::optional<Example> best_parameters;
   int64_t epoch = train.state().epoch, micro = 0, epoch_steps = 0, samples = 0;
   bool stopped_early = false;
+  bool found_nonfinite = false;  // over the micro-batches of the current update
+  int64_t skipped_updates = 0;
   double train_s = 0, epoch_train_s = 0;
   auto epoch_start = Clock::now();
   const auto run_start = Clock::now();
@@ -270,15 +316,23 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
     outputs = Example{};
     program->forward(fwd, *batch, outputs);
     const float loss = scalar_f32(outputs, "loss", backend_name);
+    const float loss_scale = policy ? policy->loss_scale() : 1.0f;
     if (!std::isfinite(loss))
       throw RuntimeFailure("the loss became " + std::to_string(loss) + " at step " + std::to_string(step + 1) +
                            " (lower the learning rate, or clip gradients with train.clip_norm)");
     epoch_metrics.add(loss, scalar_count(outputs, "correct"), n);
-    ramjet_backward_args bwd{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, 1.0f, micro > 0 ? 1 : 0, nullptr,
-                             nullptr, nullptr};
+    int32_t nonfinite = 0;
+    ramjet_backward_args bwd{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, loss_scale, micro > 0 ? 1 : 0, nullptr,
+                             nullptr, policy ? &nonfinite : nullptr};
     program->backward(bwd);
+    found_nonfinite = found_nonfinite || nonfinite != 0;
     if (++micro == cfg.accumulate) {
-      float scale = 1.0f / static_cast<float>(cfg.accumulate);
+      if (strategy && world > 1) {
+        // Mean over replicas of each replica's mean gradient: the gradient of the global batch.
+        Example grads = program->get_state("gradients");
+        for (auto& g : grads.entries) strategy->all_reduce(g.tensor->dl_tensor, RAMJET_REDUCE_MEAN);
+      }
+      float scale = 1.0f / (static_cast<float>(cfg.accumulate) * loss_scale);
       if (cfg.clip_norm > 0) {
         double sum = 0;
         Example grads = program->get_state("gradients");
@@ -290,9 +344,13 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
         const double norm = std::sqrt(sum) * scale;
         if (norm > cfg.clip_norm) scale *= static_cast<float>(cfg.clip_norm / norm);
       }
+      // With dynamic loss scaling an overflowing step is dropped and the scale lowered (Keras's LossScaleOptimizer).
+      const bool skip = policy && policy->update(found_nonfinite);
+      found_nonfinite = false;
       ramjet_update_args upd{sizeof(ramjet_update_args), RAMJET_ABI_VERSION, step + 1,
                              static_cast<float>(schedule->at(step) * lr_scale), scale};
-      program->optimizer_update(upd);
+      if (skip) ++skipped_updates;
+      else program->optimizer_update(upd);
       ++step;
       micro = 0;
       if (cfg.checkpoint && cfg.checkpoint->every_steps > 0 && step % cfg.checkpoint->every_steps == 0) save();
@@ -314,6 +372,8 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
   auto& t = report["train"];
   t["precision"] = cfg.precision;
   t["strategy"] = cfg.strategy;
+  t["replicas"] = world;
+  if (policy) t["skipped_updates"] = skipped_updates;
   t["backend"] = cfg.backend;
   t["steps"] = step;
   t["epochs_run"] = history.size();
@@ -331,16 +391,17 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
     report["eval"] = {{"loss", best.loss()}, {"accuracy", best.accuracy()}, {"restored_best_epoch", early->best_epoch() + 1}};
   }
   report["data"]["train"] = train.report();
-  if (options.progress) {
+  if (options.trained_parameters && rank == 0) *options.trained_parameters = program->get_state("parameters");
+  if (progress_out) {
     char line[256];
     std::snprintf(line, sizeof line, "trained %lld steps in %.1f s, %.0f samples/s, input wait %.1f%%",
                   static_cast<long long>(step), wall, t["samples_per_s"].get<double>(),
                   100 * t["input_wait_fraction"].get<double>());
-    *options.progress << line;
+    *progress_out << line;
     if (report.contains("eval"))
-      *options.progress << "; test accuracy " << Progress::fixed(report["eval"]["accuracy"]) << ", loss "
-                        << Progress::fixed(report["eval"]["loss"]);
-    *options.progress << "\n";
+      *progress_out << "; test accuracy " << Progress::fixed(report["eval"]["accuracy"]) << ", loss "
+                    << Progress::fixed(report["eval"]["loss"]);
+    *progress_out << "\n";
   }
   return report;
 }

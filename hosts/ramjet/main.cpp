@@ -2,10 +2,12 @@
 //   ramjet plugins [--json] [--load]
 //   ramjet validate MANIFEST [--set POINTER=VALUE]...
 //   ramjet run MANIFEST [--report FILE] [--set POINTER=VALUE]... [--quiet]
+//   ramjet eval MANIFEST [--checkpoint FILE] [--precision float32|int8] [--batch N] [--threads N] [--json]
 // Exit codes: 0 success, 2 bad usage or invalid input, 1 runtime failure.
 #include "ramjet/core/failure.hpp"
 #include "ramjet/core/graph.hpp"
 #include "ramjet/core/log.hpp"
+#include "ramjet/core/model_eval.hpp"
 #include "ramjet/core/pipeline_manifest.hpp"
 #include "ramjet/core/plugin_listing.hpp"
 #include "ramjet/core/plugin_registry.hpp"
@@ -40,6 +42,8 @@ const char* kUsage =
     "  validate MANIFEST [--set P=V]...              check a pipeline manifest; report every problem\n"
     "  run MANIFEST [--report FILE] [--set P=V]... [--resume]\n"
     "                                                train the model (or, without one, run the input pipelines)\n"
+    "  eval MANIFEST [--checkpoint FILE] [--precision float32|int8] [--batch N] [--threads N] [--json]\n"
+    "       [--predictions FILE] [--set P=V]...     accuracy and samples/s of a checkpoint on the eval data\n"
     "  graph MANIFEST [--json] [--set P=V]...        show the model's layers, output shapes and parameters\n"
     "  pipeline MANIFEST [--name train|eval] [--report FILE] [--set P=V]...\n"
     "                                                iterate one input pipeline alone and report its throughput\n"
@@ -131,6 +135,34 @@ int command_running(const std::vector<std::string>& args, bool whole_run) {
   return kExitOk;
 }
 
+int command_eval(const std::vector<std::string>& args) {
+  auto options = manifest_options("ramjet eval MANIFEST");
+  options.add_options()("checkpoint", po::value<std::string>(), "checkpoint file (default: the newest in train.checkpoint.dir)")(
+      "precision", po::value<std::string>()->default_value("float32"),
+      "float32, or int8: calibrate and quantize as the manifest's export section says, then run int8 inference")(
+      "batch", po::value<int64_t>()->default_value(0), "evaluation batch size (default: the eval pipeline's)")(
+      "threads", po::value<int64_t>()->default_value(0), "backend threads (default: train.threads or the backend's)")(
+      "predictions", po::value<std::string>(), "write each sample's top-1 class to FILE (little-endian int32)")(
+      "json", "print the result as JSON")("report", po::value<std::string>(), "write the result as JSON to FILE");
+  po::variables_map vm;
+  if (!parse_manifest_command(args, options, vm)) return kExitOk;
+  PipelineManifest manifest = manifest_from(vm);
+  PluginRegistry registry(discovery_options_from_environment());
+  EvalOptions eval;
+  if (vm.count("checkpoint")) eval.checkpoint = vm["checkpoint"].as<std::string>();
+  eval.precision = vm["precision"].as<std::string>();
+  eval.batch = vm["batch"].as<int64_t>();
+  eval.threads = vm["threads"].as<int64_t>();
+  if (eval.batch < 0 || eval.threads < 0) throw po::error("--batch and --threads must not be negative");
+  if (vm.count("predictions")) eval.predictions = vm["predictions"].as<std::string>();
+  if (!vm.count("json")) eval.progress = &std::cout;
+  nlohmann::json report = evaluate_checkpoint(manifest, registry, eval);
+  report["ramjet_version"] = RAMJET_VERSION;
+  if (vm.count("json")) std::cout << report.dump() << "\n";
+  if (vm.count("report")) write_file_atomically(vm["report"].as<std::string>(), report.dump(2) + "\n");
+  return kExitOk;
+}
+
 int command_graph(const std::vector<std::string>& args) {
   auto options = manifest_options("ramjet graph MANIFEST");
   options.add_options()("json", "print the graph IR a backend compiles");
@@ -165,6 +197,7 @@ int dispatch(int argc, char** argv) {
   if (command == "run") return command_running(rest, true);
   if (command == "pipeline") return command_running(rest, false);
   if (command == "graph") return command_graph(rest);
+  if (command == "eval") return command_eval(rest);
   std::cerr << "ramjet: unknown command '" << command << "'\n" << kUsage;
   return kExitUsage;
 }

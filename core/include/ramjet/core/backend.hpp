@@ -6,8 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ramjet::core {
 
@@ -32,6 +34,10 @@ class Program {
   void optimizer_update(const ramjet_update_args& args);
   Example get_state(const char* which);
   void set_state(const char* which, Example& values);
+  // Calls `tap` with each named tensor on every forward (calibration, debugging); an exception thrown by `tap`
+  // aborts that forward. An empty list clears the taps.
+  using Tap = std::function<void(const char* name, const DLTensor& value)>;
+  void set_taps(const std::vector<std::string>& names, Tap tap);
 
  private:
   const ramjet_backend_vtable& vt() const { return backend_.ref().vtable<ramjet_backend_vtable>(); }
@@ -39,6 +45,7 @@ class Program {
 
   const Backend& backend_;
   ramjet_program* program_;
+  std::unique_ptr<Tap> tap_;
 };
 
 }  // namespace ramjet::core

@@ -20,7 +20,8 @@ struct TrainConfig {
   std::string backend = "cpu";
   nlohmann::json backend_config = nlohmann::json::object();  // "backend": {"type": "cpu", ...} passes the rest on
   std::string precision = "float32";
-  std::string strategy = "single";
+  std::string strategy = "single";  // "single" is built in; any other name is a strategy component
+  nlohmann::json strategy_config = nlohmann::json::object();  // "strategy": {"type": "mpi", ...} passes the rest on
   nlohmann::json optimizer;  // {"type", "learning_rate", ...} as the backend receives it
   double learning_rate = 1e-3;
   int64_t epochs = 1;

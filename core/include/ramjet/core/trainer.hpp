@@ -2,6 +2,7 @@
 // pipeline, evaluates on `data.eval` after each epoch, applies schedules and callbacks, and checkpoints.
 #pragma once
 
+#include "ramjet/core/example.hpp"
 #include "ramjet/core/pipeline_manifest.hpp"
 #include "ramjet/core/plugin_registry.hpp"
 
@@ -16,6 +17,7 @@ struct TrainOptions {
   bool terminal = false;             // redraw a progress bar in place (else one line per epoch)
   bool resume = false;               // continue from the newest checkpoint in train.checkpoint.dir
   int64_t stop_after_steps = -1;     // for tests and debugging: end after this many optimizer steps
+  Example* trained_parameters = nullptr;  // when set, receives the final parameters (for export)
 };
 
 // Returns the report: {"train": {...}, "eval": {...}, "data": {"train": pipeline report}}.
