@@ -1,0 +1,157 @@
+#include "quantizer.hpp"
+
+#include "qgraph.hpp"
+#include "rewrite.hpp"
+#include "weights.hpp"
+
+#include <set>
+
+namespace tflite_plugin {
+namespace {
+
+std::string one_of(const ramjet::Config& config, const char* key, const char* fallback,
+                   const std::set<std::string>& allowed) {
+  const std::string value = config.get_or<std::string>(key, fallback);
+  if (!allowed.count(value)) {
+    std::string list;
+    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where(key) + ": '" + value + "' is not one of " + list);
+  }
+  return value;
+}
+
+bool pass_through(const std::string& op) {
+  return op == "max_pool" || op == "avg_pool" || op == "global_avg_pool" || op == "global_max_pool" ||
+         op == "flatten" || op == "reshape";
+}
+
+bool fusable_activation(const std::string& a) { return a == "linear" || a == "relu" || a == "relu6"; }
+
+// Throws naming the node when it has no int8 form.
+void check_int8_form(const json& node) {
+  const std::string op = node.at("op");
+  const std::string act = activation_of(node);
+  const bool ok = ((op == "conv2d" || op == "dense" || op == "add") && fusable_activation(act)) ||
+                  (op == "activation" && (act == "relu" || act == "relu6")) || op == "softmax" || op == "concat" ||
+                  pass_through(op);
+  if (ok) return;
+  std::string what = describe(node);
+  if (op == "conv2d" || op == "dense" || op == "add" || op == "activation")
+    what = "layer '" + node.at("name").get<std::string>() + "' (op " + op + ", activation " + act + ")";
+  throw ramjet::Error(RAMJET_ERR_UNSUPPORTED, "int8 quantizer: " + what + " has no int8 form");
+}
+
+// Everything one quantize() call produces, built up node by node.
+struct Output {
+  json tensors = json::object();
+  json params = json::object();
+};
+
+void put_kernel(Output& out, ramjet::Example& out_params, const json& node, const FloatTensor& kernel,
+                const std::string& name, QuantizedWeights& q) {
+  const bool per_channel = node.at("op") == "conv2d";
+  q = quantize_symmetric(kernel.values, per_channel ? kernel.shape.back() : 1);
+  TensorQuant tq{"int8", q.scales, std::vector<int64_t>(q.scales.size(), 0), per_channel ? 3 : -1};
+  out.tensors[name] = tq.to_json();
+  out.params[name] = {{"shape", kernel.shape}, {"dtype", "int8"}};
+  out_params.set(name, make_tensor(kernel.shape, q.values));
+}
+
+}  // namespace
+
+Int8Quantizer::Int8Quantizer(const ramjet::Config& config)
+    : calibration_(false) {
+  full_integer_ = one_of(config, "mode", "full_integer", {"full_integer", "dynamic_range"}) == "full_integer";
+  method_ = parse_range_method(config.get_or<std::string>("method", "minmax"), config.where("method"));
+  percentile_ = config.get_or("percentile", 99.99);
+  if (!(percentile_ > 50 && percentile_ <= 100))
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("percentile") + ": must be in (50, 100]");
+  input_type_ = one_of(config, "input_type", "int8", {"int8", "uint8", "float32"});
+  output_type_ = one_of(config, "output_type", "int8", {"int8", "uint8", "float32"});
+  calibration_ = Calibration(method_ != RangeMethod::minmax);
+  for (const auto& [key, value] : config.json().items()) {
+    (void)value;
+    static const std::set<std::string> known = {"type", "mode", "method", "percentile", "input_type", "output_type"};
+    if (!known.count(key)) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where(key) + ": unknown field for the int8 quantizer");
+  }
+}
+
+void Int8Quantizer::observe(std::string_view tensor, const DLTensor& value) {
+  // Dynamic range needs no activation statistics; accept and ignore them so one host flow serves both modes.
+  if (!full_integer_) return;
+  calibration_.observe(std::string(tensor), value);
+}
+
+json Int8Quantizer::quantize(const json& graph, ramjet::Example& params, ramjet::Example& out_params) {
+  const std::string where = "int8 quantizer";
+  FloatParams floats = read_float_params(graph, params, where);
+  Rewritten rewritten = rewrite_for_inference(graph, floats);
+  json qgraph = std::move(rewritten.graph);
+  Output out;
+
+  auto observed = [&](const std::string& tensor) -> AffineParams {
+    const TensorObserver* o = calibration_.find(tensor);
+    if (o == nullptr)
+      throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT,
+                          where + ": tensor '" + tensor + "' was never observed: calibrate before quantize");
+    return int8_activation_params(calibrated_range(*o, method_, percentile_));
+  };
+  auto activation = [](AffineParams p) { return TensorQuant{"int8", {p.scale}, {p.zero_point}, -1}.to_json(); };
+
+  if (full_integer_) {
+    for (const auto& input : qgraph.at("inputs")) out.tensors[input.at("name").get<std::string>()] = activation(observed(input.at("name")));
+  }
+  for (auto& node : qgraph.at("nodes")) {
+    const std::string name = node.at("name"), op = node.at("op");
+    const bool weighted = op == "conv2d" || op == "dense";
+    if (full_integer_) {
+      check_int8_form(node);
+      if (pass_through(op)) out.tensors[name] = out.tensors.at(node.at("inputs")[0].get<std::string>());
+      else if (op == "softmax") out.tensors[name] = TensorQuant{"int8", {1.0f / 256.0f}, {-128}, -1}.to_json();
+      else out.tensors[name] = activation(observed(rewritten.range_of(name)));
+    }
+    if (!weighted) continue;
+    const std::string kernel_name = node.at("params").at("kernel");
+    const FloatTensor& kernel = floats.at(kernel_name);
+    QuantizedWeights qw;
+    put_kernel(out, out_params, node, kernel, kernel_name, qw);
+    if (!full_integer_) continue;
+    // TFLite's int8 conv/dense kernels want a bias: a node without one gets zeros.
+    const int64_t channels = kernel.shape.back();
+    if (!node.contains("params") || !node["params"].contains("bias")) {
+      const std::string bias_name = name + "/bias";
+      node["params"]["bias"] = bias_name;
+      node["attrs"]["use_bias"] = true;
+      floats[bias_name] = FloatTensor{{channels}, std::vector<float>(static_cast<size_t>(channels), 0.0f)};
+    }
+    const std::string bias_name = node["params"]["bias"];
+    const std::string input = node.at("inputs")[0];
+    const float input_scale = out.tensors.at(input).at("scale")[0].get<float>();
+    const QuantizedBias qb = quantize_bias(floats.at(bias_name).values, input_scale, qw.scales);
+    if (qb.saturated > 0)
+      ramjet::log(RAMJET_LOG_WARNING, "int8", describe(node) + ": " + std::to_string(qb.saturated) +
+                                                  " bias values exceed the int32 range and were clamped");
+    out.tensors[bias_name] = TensorQuant{"int32", qb.scales, std::vector<int64_t>(qb.scales.size(), 0),
+                                         qb.scales.size() > 1 ? 0 : -1}.to_json();
+    out.params[bias_name] = {{"shape", Shape{channels}}, {"dtype", "int32"}};
+    out_params.set(bias_name, make_tensor(Shape{channels}, qb.values));
+  }
+  // Everything not quantized above stays float32 (dynamic range: biases and any other parameter).
+  for (const auto& [name, tensor] : floats) {
+    if (out.params.contains(name)) continue;
+    out.params[name] = {{"shape", tensor.shape}, {"dtype", "float32"}};
+    out_params.set(name, make_tensor(tensor.shape, tensor.values));
+  }
+  qgraph["params"] = out.params;
+  qgraph["quantization"] = {
+      {"version", 1},
+      {"mode", full_integer_ ? "full_integer" : "dynamic_range"},
+      {"input_type", full_integer_ ? input_type_ : "float32"},
+      {"output_type", full_integer_ ? output_type_ : "float32"},
+      {"calibration", {{"method", range_method_name(method_)}, {"batches", calibration_.batches()}}},
+      {"tensors", out.tensors}};
+  if (method_ == RangeMethod::percentile) qgraph["quantization"]["calibration"]["percentile"] = percentile_;
+  return qgraph;
+}
+
+}  // namespace tflite_plugin
