@@ -1142,7 +1142,7 @@ TEST(OnednnErrors, UnsupportedOpNamesTheNode) {
   EXPECT_EQ(s.code, RAMJET_ERR_UNSUPPORTED);
   EXPECT_NE(s.message.find("'memory'"), std::string::npos) << s.message;
   EXPECT_NE(s.message.find("lstm"), std::string::npos) << s.message;
-  EXPECT_EQ(h.compile(small_cnn(), {{"batch", 2}, {"precision", "mixed_bfloat16"}}).code, RAMJET_ERR_UNSUPPORTED);
+  EXPECT_EQ(h.compile(small_cnn(), {{"batch", 2}, {"precision", "mixed_float16"}}).code, RAMJET_ERR_UNSUPPORTED);
   EXPECT_EQ(h.compile(small_cnn(), {{"batch", 2}, {"optimizer", {{"type", "lamb"}}}}).code, RAMJET_ERR_UNSUPPORTED);
   json act = Ir().input("x", {4}).dense("d", "x", 4, 2, "hard_swish").classifier("d");
   const Status a = h.compile(act, adam_options(2));

@@ -25,8 +25,11 @@ CpuBackend::CpuBackend(const ramjet::Config& config)
   pin_openmp_runtime();
 }
 
-std::unique_ptr<Program> CpuBackend::compile(const nlohmann::json& graph, const nlohmann::json& options) {
-  return std::make_unique<Program>(parse_graph(graph), parse_options(options), threads_);
+std::unique_ptr<CpuBackend::Program> CpuBackend::compile(const nlohmann::json& graph, const nlohmann::json& options) {
+  if (int8::wants_int8(options))  // a qgraph: inference-only int8 (int8/program.hpp)
+    return std::make_unique<RoutedProgram>(std::make_unique<int8::QuantizedProgram>(graph, options, threads_));
+  return std::make_unique<RoutedProgram>(
+      std::make_unique<onednn::Program>(parse_graph(graph), parse_options(options), threads_));
 }
 
 }  // namespace onednn

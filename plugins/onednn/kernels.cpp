@@ -1,5 +1,6 @@
 #include "kernels.hpp"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 
@@ -12,6 +13,41 @@ inline uint64_t mix(uint64_t z) {  // SplitMix64's finaliser: a counter-based ge
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
+}
+
+// bf16 is the top half of a float32: widening is a shift; narrowing rounds to nearest even and keeps NaNs NaN.
+inline float widen(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+inline uint16_t narrow(float f) {
+  const uint32_t u = std::bit_cast<uint32_t>(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+inline uint16_t* halves(const dnnl::memory& m) { return static_cast<uint16_t*>(m.get_data_handle()); }
+inline size_t half_count(const dnnl::memory& m) { return m.get_desc().get_size() / sizeof(uint16_t); }
+inline bool is_bf16(const dnnl::memory& m) { return m.get_desc().data_type() == dt::bf16; }
+
+void add_halves(uint16_t* dst, const uint16_t* src, size_t n) {
+  const int64_t m = static_cast<int64_t>(n);
+#pragma omp parallel for simd if (n >= kParallelMin) schedule(static)
+  for (int64_t i = 0; i < m; ++i) dst[i] = narrow(widen(dst[i]) + widen(src[i]));
+}
+
+// Keep when the top 24 bits, as a fraction, reach the rate: one rule for both types, so masks agree.
+struct DropoutMask {
+  DropoutMask(float rate, uint64_t seed, uint64_t salt)
+      : threshold(static_cast<uint64_t>(static_cast<double>(rate) * double(1 << 24))),
+        base(mix(seed ^ mix(salt + 0x9E3779B97F4A7C15ull))) {}
+  bool keep(int64_t i) const { return (mix(base + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull) >> 40) >= threshold; }
+  uint64_t threshold, base;
+};
+
+void dropout_halves(uint16_t* dst, const uint16_t* src, size_t n, float rate, uint64_t seed, uint64_t salt) {
+  const float scale = 1.0f / (1.0f - rate);
+  const DropoutMask mask(rate, seed, salt);
+  const int64_t m = static_cast<int64_t>(n);
+#pragma omp parallel for simd if (n >= kParallelMin) schedule(static)
+  for (int64_t i = 0; i < m; ++i) dst[i] = mask.keep(i) ? narrow(widen(src[i]) * scale) : uint16_t{0};
 }
 }  // namespace
 
@@ -37,15 +73,27 @@ bool all_finite(const float* x, size_t n) {
 
 void dropout_apply(float* dst, const float* src, size_t n, float rate, uint64_t seed, uint64_t salt) {
   const float scale = 1.0f / (1.0f - rate);
-  // Keep when the top 24 bits, as a fraction, reach the rate.
-  const uint64_t threshold = static_cast<uint64_t>(static_cast<double>(rate) * double(1 << 24));
-  const uint64_t base = mix(seed ^ mix(salt + 0x9E3779B97F4A7C15ull));
+  const DropoutMask mask(rate, seed, salt);
   const int64_t m = static_cast<int64_t>(n);
 #pragma omp parallel for simd if (n >= kParallelMin) schedule(static)
-  for (int64_t i = 0; i < m; ++i) {
-    const uint64_t r = mix(base + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull) >> 40;
-    dst[i] = r >= threshold ? src[i] * scale : 0.0f;
-  }
+  for (int64_t i = 0; i < m; ++i) dst[i] = mask.keep(i) ? src[i] * scale : 0.0f;
+}
+
+void zero_memory(const dnnl::memory& m) { std::memset(m.get_data_handle(), 0, m.get_desc().get_size()); }
+
+void copy_memory(const dnnl::memory& dst, const dnnl::memory& src) {
+  if (dst.get_data_handle() != src.get_data_handle())
+    std::memcpy(dst.get_data_handle(), src.get_data_handle(), dst.get_desc().get_size());
+}
+
+void add_memory(const dnnl::memory& dst, const dnnl::memory& src) {
+  if (is_bf16(dst)) return add_halves(halves(dst), halves(src), half_count(dst));
+  add_floats(floats(dst), floats(src), float_count(dst));
+}
+
+void dropout_memory(const dnnl::memory& dst, const dnnl::memory& src, float rate, uint64_t seed, uint64_t salt) {
+  if (is_bf16(dst)) return dropout_halves(halves(dst), halves(src), half_count(dst), rate, seed, salt);
+  dropout_apply(floats(dst), floats(src), float_count(dst), rate, seed, salt);
 }
 
 }  // namespace onednn

@@ -1,5 +1,6 @@
 #include "layer.hpp"
 
+#include "layout.hpp"
 #include "parameters.hpp"
 
 namespace onednn {
@@ -16,6 +17,8 @@ void LayerBuilder::check_shape(const Shape& computed) const {
     node_->fail(RAMJET_ERR_INVALID_ARGUMENT, "declared shape " + shape_string(node_->shape) + " but the op produces " +
                                                  shape_string(computed));
 }
+
+md LayerBuilder::compute_desc(const Value& value) const { return with_type(value.mem.get_desc(), compute_type()); }
 
 void LayerBuilder::set_output(const dnnl::memory& mem, void* diff_alias) {
   Value& v = *output_;

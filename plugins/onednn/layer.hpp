@@ -30,6 +30,9 @@ class LayerBuilder {
   const dnnl::engine& engine() const { return engine_; }
   int64_t batch() const { return batch_; }
   dt compute_type() const { return options_.compute_type(); }
+  // A value's descriptor in the compute type: its layout, read by a layer that takes whatever layout it gets (the
+  // edge converts a float32 graph input or softmax output to bf16).
+  md compute_desc(const Value& value) const;
   // Build backward primitives (the graph has a loss).
   bool backward() const { return backward_; }
   // Forward primitives' propagation kind.

@@ -23,6 +23,13 @@ md canonical_md(int64_t n, const Shape& shape, dt type) {
 
 md any_md(int64_t n, const Shape& shape, dt type) { return md(batch_dims(n, shape), type, tag::any); }
 
+md with_type(const md& desc, dt type) {
+  if (desc.data_type() == type) return desc;
+  dnnl_memory_desc_t c = desc.data;
+  c.data_type = dnnl::memory::convert_to_c(type);
+  return md(c);
+}
+
 int last_axis(const Shape& shape) { return is_image(shape) ? 1 : static_cast<int>(shape.size()); }
 
 md row_major_md(const Shape& shape, dt type) {

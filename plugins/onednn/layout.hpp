@@ -20,6 +20,8 @@ md canonical_md(int64_t n, const Shape& shape, dt type = dt::f32);
 md any_md(int64_t n, const Shape& shape, dt type = dt::f32);
 // oneDNN axis of the last IR axis (channels for images).
 int last_axis(const Shape& shape);
+// `desc` in another data type, same dims and layout (a layer computing in `type` reads its input through it).
+md with_type(const md& desc, dt type);
 // Row-major descriptor of `shape` (no batch): how parameters are stored, in Keras's layouts.
 md row_major_md(const Shape& shape, dt type = dt::f32);
 // Row-major strides of `dims`.

@@ -14,6 +14,16 @@ double number(const nlohmann::json& object, const char* key, double fallback, co
   return it->get<double>();
 }
 
+// oneDNN runs bf16 on AVX-512 cores (natively with avx512_bf16, emulated on plain avx512_core); below that it falls
+// back to reference loops many times slower than float32, which no one asking for mixed precision wants.
+void require_bf16_isa() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx512_core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);  // ISA values nest as bit masks
+  if ((isa & avx512_core) == avx512_core) return;
+  fail(RAMJET_ERR_UNSUPPORTED, "compile options: precision 'mixed_bfloat16' needs a CPU with AVX-512 (oneDNN would "
+                               "run bf16 on reference kernels here); use float32");
+}
+
 }  // namespace
 
 CompileOptions parse_options(const nlohmann::json& json) {
@@ -28,10 +38,18 @@ CompileOptions parse_options(const nlohmann::json& json) {
   if (auto it = json.find("precision"); it != json.end()) {
     if (!it->is_string()) invalid("precision must be a string");
     const std::string p = it->get<std::string>();
-    if (p == "bfloat16" || p == "mixed_bfloat16")
-      fail(RAMJET_ERR_UNSUPPORTED, "compile options: precision '" + p +
-                                       "' is not implemented yet by the onednn cpu backend (float32 only)");
-    if (p != "float32") fail(RAMJET_ERR_UNSUPPORTED, "compile options: unknown precision '" + p + "' (float32)");
+    if (p == "mixed_bfloat16") {
+      require_bf16_isa();
+      options.precision = Precision::mixed_bfloat16;
+    } else if (p == "mixed_float16") {
+      fail(RAMJET_ERR_UNSUPPORTED, "compile options: precision 'mixed_float16' is not supported by the onednn cpu "
+                                   "backend (float16 is the GPU backend's; use mixed_bfloat16 or float32)");
+    } else if (p == "bfloat16") {
+      fail(RAMJET_ERR_UNSUPPORTED, "compile options: precision 'bfloat16' (bf16 weights) is not supported by the "
+                                   "onednn cpu backend; mixed_bfloat16 computes in bf16 with float32 weights");
+    } else if (p != "float32") {
+      fail(RAMJET_ERR_UNSUPPORTED, "compile options: unknown precision '" + p + "' (float32, mixed_bfloat16)");
+    }
   }
 
   if (auto it = json.find("optimizer"); it != json.end() && !it->is_null()) {

@@ -5,9 +5,10 @@
 
 namespace onednn {
 
-// Where a bf16 compute path plugs in: layers build their primitives with compute_type(); parameters, optimizer
-// slots and the tensors exchanged with the host stay float32 (reorders convert at the boundaries).
-enum class Precision { float32 };
+// float32, or mixed_bfloat16: layers build their primitives with compute_type() (bf16), while parameters,
+// gradients, optimizer slots, the loss, softmax, batch-norm statistics and the tensors exchanged with the host
+// stay float32 (reorders convert at the boundaries).
+enum class Precision { float32, mixed_bfloat16 };
 
 struct OptimizerSpec {
   enum class Type { sgd, adam, adamw };
@@ -23,7 +24,7 @@ struct CompileOptions {
   Precision precision = Precision::float32;
   OptimizerSpec optimizer;
 
-  dt compute_type() const { return dt::f32; }
+  dt compute_type() const { return precision == Precision::mixed_bfloat16 ? dt::bf16 : dt::f32; }
 };
 
 CompileOptions parse_options(const nlohmann::json& options);

@@ -24,8 +24,8 @@ Relayout::Relayout(const dnnl::memory& src, const dnnl::memory& dst, bool accumu
 void Relayout::run(const Exec& exec) const {
   switch (kind_) {
     case Kind::none: return;
-    case Kind::copy: copy_floats(floats(dst_), floats(src_), float_count(dst_)); return;
-    case Kind::add: add_floats(floats(dst_), floats(src_), float_count(dst_)); return;
+    case Kind::copy: copy_memory(dst_, src_); return;
+    case Kind::add: add_memory(dst_, src_); return;
     case Kind::reorder: exec.run(reorder_, args_); return;
   }
 }

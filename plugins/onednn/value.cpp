@@ -5,14 +5,14 @@
 namespace onednn {
 
 void end_diff(Value& v) {
-  if (v.using_scratch) add_floats(floats(v.diff), floats(v.diff_scratch), float_count(v.diff));
+  if (v.using_scratch) add_memory(v.diff, v.diff_scratch);
   v.using_scratch = false;
   v.diff_written = true;
 }
 
 const dnnl::memory& read_diff(Value& v) {
   if (!v.diff_written) {
-    zero_floats(floats(v.diff), float_count(v.diff));
+    zero_memory(v.diff);
     v.diff_written = true;
   }
   return v.diff;

@@ -88,7 +88,7 @@ class Activation : public ElementwiseLayer {
     spec_ = activation_spec(node.attr_string("activation", "linear"), node);
     if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "activation takes one input");
     b.check_shape(b.input(0).shape);
-    const md desc = b.input(0).mem.get_desc();
+    const md desc = b.compute_desc(b.input(0));
     in_ = Edge(b, b.input(0), desc);
     // linear is the identity: one eltwise pass with alpha 1 keeps the layer uniform.
     const dnnl::algorithm fwd_alg = spec_.identity ? dnnl::algorithm::eltwise_linear

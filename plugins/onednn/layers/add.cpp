@@ -17,7 +17,7 @@ class Add : public Layer {
                                                    " and '" + b.input(i).name + "' " + shape_string(b.input(i).shape) +
                                                    " differ in shape (add does not broadcast)");
     b.check_shape(b.input(0).shape);
-    const md desc = b.input(0).mem.get_desc();
+    const md desc = b.compute_desc(b.input(0));
     std::vector<md> sources;
     for (size_t i = 0; i < b.input_count(); ++i) {
       in_.emplace_back(b, b.input(i), desc);
@@ -41,7 +41,7 @@ class Add : public Layer {
     const dnnl::memory& diff = read_diff(*out_);
     for (Edge& e : in_) {
       if (!e.needs_grad()) continue;
-      copy_floats(floats(e.begin_diff()), floats(diff), float_count(diff));
+      copy_memory(e.begin_diff(), diff);
       e.end_diff(exec);
     }
   }

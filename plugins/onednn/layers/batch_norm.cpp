@@ -30,7 +30,7 @@ class BatchNorm : public Layer {
     out_ = &b.output();
 
     using flags = dnnl::normalization_flags;
-    const md src = b.input(0).mem.get_desc();
+    const md src = b.compute_desc(b.input(0));  // bf16 data, float32 statistics, scale and shift
     in_ = Edge(b, b.input(0), src);
     const dnnl::batch_normalization_forward::primitive_desc train(
         {dnnl::prop_kind::forward_training, src, epsilon, flags::use_scale | flags::use_shift}, b.attr(), b.engine());

@@ -28,7 +28,7 @@ class Concat : public Layer {
     }
     b.check_shape(out);
     const int64_t N = b.batch();
-    const md out_md = canonical_md(N, out);
+    const md out_md = canonical_md(N, out, b.compute_type());
     b.define_output(out_md);
     Value& o = b.output();
     out_ = &o;

@@ -58,6 +58,7 @@ class Conv2D : public WeightedLayer {
     const md bias_md = bias ? row_major_md({F}) : md();
     const md src_any({N, C, H, W}, type, tag::any), dst_any({N, F, OH, OW}, type, tag::any);
     const md wei_any(wdims, type, tag::any);
+    const md diff_wei_any(wdims, dt::f32, tag::any);  // bf16 or not, the weight gradient comes out float32
     const dnnl::memory::dims strides{s[0], s[1]}, dilates{d[0] - 1, d[1] - 1}, pad_l{pad[0], pad[2]},
         pad_r{pad[1], pad[3]};
 
@@ -77,8 +78,8 @@ class Conv2D : public WeightedLayer {
     if (!b.backward()) return;
 
     const dnnl::convolution_backward_weights::primitive_desc wpd(
-        {dnnl::algorithm::convolution_direct, pd.src_desc(), wei_any, bias_md, pd.dst_desc(), strides, dilates, pad_l,
-         pad_r},
+        {dnnl::algorithm::convolution_direct, pd.src_desc(), diff_wei_any, bias_md, pd.dst_desc(), strides, dilates,
+         pad_l, pad_r},
         b.attr(), b.engine(), pd);
     bwd_weights_ = dnnl::convolution_backward_weights(wpd);
     kernel_grad_ = GradSink(b, kernel, keras_kernel, wpd.diff_weights_desc());

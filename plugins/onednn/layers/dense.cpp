@@ -27,15 +27,18 @@ class Dense : public WeightedLayer {
     const int64_t N = b.batch();
     const dt type = b.compute_type();
     // oneDNN weights are {out, in}; the Keras [in, out] buffer is their transpose, which the gemm-based inner
-    // product reads as it is: no copy of the (often largest) weight matrix on either pass.
+    // product reads as it is: no copy of the (often largest) weight matrix on either pass in float32. The weight
+    // gradient is float32 in that layout in both precisions (oneDNN accumulates bf16 products in f32).
     const md keras_kernel({U, IN}, dt::f32, {1, U});
     const md bias_md = bias ? row_major_md({U}) : md();
-    const md src = b.input(0).mem.get_desc();
+    const md src = b.compute_desc(b.input(0));
     const md dst_any({N, U}, type, tag::any);
+    // In bf16 the kernel is copied anyway (converted), so let the primitive pick the copy's layout.
+    const md weights = type == dt::f32 ? keras_kernel : md({U, IN}, type, tag::any);
 
     dnnl::primitive_attr attr = b.attr();
     act_.add_to(attr);
-    const dnnl::inner_product_forward::primitive_desc pd({b.forward_kind(), src, keras_kernel, bias_md, dst_any}, attr,
+    const dnnl::inner_product_forward::primitive_desc pd({b.forward_kind(), src, weights, bias_md, dst_any}, attr,
                                                          b.engine());
     fwd_ = dnnl::inner_product_forward(pd);
     in_ = Edge(b, b.input(0), pd.src_desc());
@@ -55,7 +58,7 @@ class Dense : public WeightedLayer {
     b.use_scratchpad(wpd, bwd_weights_args_);
 
     if (!in_.needs_grad()) return;
-    const dnnl::inner_product_backward_data::primitive_desc dpd({pd.src_desc(), keras_kernel, pd.dst_desc()}, b.attr(),
+    const dnnl::inner_product_backward_data::primitive_desc dpd({pd.src_desc(), weights, pd.dst_desc()}, b.attr(),
                                                                 b.engine(), pd);
     bwd_data_ = dnnl::inner_product_backward_data(dpd);
     bwd_data_args_ = {{DNNL_ARG_WEIGHTS, kernel_.compute(dpd.weights_desc())}};

@@ -15,7 +15,7 @@ class Dropout : public Layer {
     rate_ = static_cast<float>(node.attr_number("rate", 0.0));
     if (!(rate_ >= 0.0f && rate_ < 1.0f)) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "rate must be in [0, 1)");
     b.check_shape(b.input(0).shape);
-    in_ = Edge(b, b.input(0), b.input(0).mem.get_desc());
+    in_ = Edge(b, b.input(0), b.compute_desc(b.input(0)));
     b.define_output(in_.desc());
     out_ = &b.output();
   }
@@ -23,16 +23,16 @@ class Dropout : public Layer {
   void forward(const Exec& exec) override {
     masked_ = exec.training && rate_ > 0.0f;
     seed_ = exec.seed;
-    if (masked_) dropout_apply(floats(out_->mem), floats(in_.mem()), float_count(out_->mem), rate_, seed_, salt_);
-    else copy_floats(floats(out_->mem), floats(in_.mem()), float_count(out_->mem));
+    if (masked_) dropout_memory(out_->mem, in_.mem(), rate_, seed_, salt_);
+    else copy_memory(out_->mem, in_.mem());
   }
 
   void backward(const Exec& exec) override {
     if (!in_.needs_grad()) return;
     const dnnl::memory& diff = read_diff(*out_);
-    float* target = floats(in_.begin_diff());
-    if (masked_) dropout_apply(target, floats(diff), float_count(diff), rate_, seed_, salt_);
-    else copy_floats(target, floats(diff), float_count(diff));
+    const dnnl::memory target = in_.begin_diff();
+    if (masked_) dropout_memory(target, diff, rate_, seed_, salt_);
+    else copy_memory(target, diff);
     in_.end_diff(exec);
   }
 

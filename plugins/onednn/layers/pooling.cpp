@@ -32,7 +32,7 @@ class Pool : public Layer {
     b.check_shape(global ? Shape{C} : Shape{OH, OW, C});
     out_ = &b.output();
 
-    const md src = b.input(0).mem.get_desc();  // pooling takes whatever layout its producer chose
+    const md src = b.compute_desc(b.input(0));  // pooling takes whatever layout its producer chose
     const md dst_any({N, C, OH, OW}, b.compute_type(), tag::any);
     const dnnl::memory::dims strides{s[0], s[1]}, kernel{k[0], k[1]}, pad_l{pad[0], pad[2]}, pad_r{pad[1], pad[3]};
     const dnnl::pooling_forward::primitive_desc pd(
@@ -43,8 +43,8 @@ class Pool : public Layer {
     if (global) {
       // The output is a [C] vector: a {N, C} tensor. The pooled {N, C, 1, 1} result moves there (or already is
       // there when the primitive chose a plain layout).
-      b.define_output(canonical_md(N, {C}));
-      const md flat4({N, C, 1, 1}, dt::f32, tag::nhwc);
+      b.define_output(canonical_md(N, {C}, b.compute_type()));
+      const md flat4({N, C, 1, 1}, b.compute_type(), tag::nhwc);
       const dnnl::memory out4(flat4, b.engine(), out_->mem.get_data_handle());
       pooled_ = pd.dst_desc() == flat4 ? out4 : dnnl::memory(pd.dst_desc(), b.engine());
       to_out_ = Relayout(pooled_, out4);
@@ -66,7 +66,7 @@ class Pool : public Layer {
     bwd_ = dnnl::pooling_backward(bpd);
     dnnl::memory pooled_diff = out_->diff;
     if (global) {
-      const dnnl::memory diff4(md({N, C, 1, 1}, dt::f32, tag::nhwc), b.engine(), out_->diff.get_data_handle());
+      const dnnl::memory diff4(md({N, C, 1, 1}, b.compute_type(), tag::nhwc), b.engine(), out_->diff.get_data_handle());
       pooled_diff = pd.dst_desc() == diff4.get_desc() ? diff4 : dnnl::memory(pd.dst_desc(), b.engine());
       from_out_diff_ = Relayout(diff4, pooled_diff);
     }

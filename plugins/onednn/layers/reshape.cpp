@@ -19,7 +19,8 @@ class Reshape : public Layer {
     b.check_shape(out_shape);
     out_ = &b.output();
     const int64_t N = b.batch();
-    const md in_canonical = canonical_md(N, in_->shape), out_canonical = canonical_md(N, out_shape);
+    const dt type = in_->mem.get_desc().data_type();  // bytes move as they are: no conversion here
+    const md in_canonical = canonical_md(N, in_->shape, type), out_canonical = canonical_md(N, out_shape, type);
     const bool backward = b.backward() && in_->needs_grad;
 
     if (in_->mem.get_desc() == in_canonical) {

@@ -1,0 +1,141 @@
+// max_pool and global_max_pool run oneDNN's u8 max pooling (exact: the output keeps the input's scale and zero
+// point). avg_pool and global_avg_pool are loops over nhwc that round like TFLite's integer kernels (half away from
+// zero), which oneDNN's averaging does not.
+#include "../layout.hpp"
+#include "fixed_point.hpp"
+#include "qlayer_util.hpp"
+
+#include <algorithm>
+
+namespace onednn::int8 {
+namespace {
+
+struct Window {
+  int64_t kh, kw, sh, sw, pt, pb, pl, pr, oh, ow;
+};
+
+Window window_of(const NodeSpec& node, const Shape& in, bool global) {
+  if (in.size() != 3) node.fail(RAMJET_ERR_INVALID_ARGUMENT, node.op + " needs an image [H, W, C] input");
+  if (global) return {in[0], in[1], 1, 1, 0, 0, 0, 0, 1, 1};
+  const auto k = node.attr_ints("pool", 2);
+  const auto s = node.attr_ints("strides", 2, k);
+  const auto p = node.attr_ints("padding", 4, {0, 0, 0, 0});
+  Window w{k[0], k[1], s[0], s[1], p[0], p[1], p[2], p[3], 0, 0};
+  if (w.kh < 1 || w.kw < 1 || w.sh < 1 || w.sw < 1 || *std::min_element(p.begin(), p.end()) < 0)
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "pool and strides must be >= 1, padding >= 0");
+  w.oh = (in[0] + w.pt + w.pb - w.kh) / w.sh + 1;
+  w.ow = (in[1] + w.pl + w.pr - w.kw) / w.sw + 1;
+  if (w.oh < 1 || w.ow < 1 || node.shape != Shape{w.oh, w.ow, in[2]})
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape is " + shape_string({w.oh, w.ow, in[2]}) +
+                                               ", the graph says " + shape_string(node.shape));
+  return w;
+}
+
+// Pooling keeps its input's quantization (docs/quantized-graph.md); a qgraph that says otherwise is refused.
+const ActivationQuant& same_quant(const NodeSpec& node, const QBuilder& b, const QValue& in) {
+  const ActivationQuant& out = output_quant(node, b);
+  if (!out.same_as(in.quant))
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "its output's scale and zero point must equal its input's ('" + in.name + "')");
+  return out;
+}
+
+class MaxPool : public QStep {
+ public:
+  MaxPool(const NodeSpec& node, QBuilder& b, bool global) {
+    QValue& in = only_input(node, b);
+    const Window w = window_of(node, in.shape, global);
+    if (global && node.shape != Shape{in.shape[2]})
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape must be [C]");
+    const ActivationQuant& quant = same_quant(node, b, in);
+    const int64_t N = b.batch(), C = in.shape[2];
+    // The global pool writes nhwc {N, C, 1, 1}: the same bytes as its [C] output.
+    const md dst = global ? md({N, C, 1, 1}, dt::u8, tag::nhwc) : md({N, C, w.oh, w.ow}, dt::u8, tag::any);
+    const dnnl::pooling_forward::primitive_desc pd(
+        {dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, in.mem.get_desc(), dst, {w.sh, w.sw},
+         {w.kh, w.kw}, {w.pt, w.pl}, {w.pb, w.pr}},
+        b.attr(), b.engine());
+    fwd_ = dnnl::pooling_forward(pd);
+    if (global) {
+      dst_ = dnnl::memory(pd.dst_desc(), b.engine());
+      b.define(node.name, node.shape, quant, canonical_md(N, node.shape, dt::u8), dst_.get_data_handle());
+    } else {
+      dst_ = b.define(node.name, node.shape, quant, pd.dst_desc()).mem;
+    }
+    args_ = {{DNNL_ARG_SRC, in.mem}, {DNNL_ARG_DST, dst_}};
+    b.use_scratchpad(pd, args_);
+  }
+  void run(dnnl::stream& stream) override { fwd_.execute(stream, args_); }
+
+ private:
+  dnnl::primitive fwd_;
+  dnnl::memory dst_;
+  Args args_;
+};
+
+// TFLite's AveragePool (padding excluded from the count) on the int8 values, or its Mean over H and W for the
+// global pool (zero points removed first, scales may differ).
+class AvgPool : public QStep {
+ public:
+  AvgPool(const NodeSpec& node, QBuilder& b, bool global) : global_(global) {
+    QValue& in = only_input(node, b);
+    w_ = window_of(node, in.shape, global);
+    if (global && node.shape != Shape{in.shape[2]})
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape must be [C]");
+    const ActivationQuant& out = global ? output_quant(node, b) : same_quant(node, b, in);
+    N_ = b.batch(), H_ = in.shape[0], W_ = in.shape[1], C_ = in.shape[2];
+    zp_in_ = in.quant.zp_u8();
+    zp_out_ = out.zp_u8();
+    rescale_ = quantize_multiplier(static_cast<double>(in.quant.scale) / out.scale);
+    src_ = b.canonical(in);
+    dst_ = b.define(node.name, node.shape, out, canonical_md(N_, node.shape, dt::u8)).mem;
+  }
+
+  void run(dnnl::stream&) override {
+    const auto* src = static_cast<const uint8_t*>(src_.get_data_handle());
+    auto* dst = static_cast<uint8_t*>(dst_.get_data_handle());
+    const Window w = w_;
+    const int64_t N = N_, H = H_, W = W_, C = C_;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t oy = 0; oy < w.oh; ++oy)
+        for (int64_t ox = 0; ox < w.ow; ++ox) {
+          const int64_t y0 = std::max<int64_t>(oy * w.sh - w.pt, 0), y1 = std::min(oy * w.sh - w.pt + w.kh, H);
+          const int64_t x0 = std::max<int64_t>(ox * w.sw - w.pl, 0), x1 = std::min(ox * w.sw - w.pl + w.kw, W);
+          const int32_t count = static_cast<int32_t>((y1 - y0) * (x1 - x0));
+          uint8_t* out = dst + ((n * w.oh + oy) * w.ow + ox) * C;
+          for (int64_t c = 0; c < C; ++c) {
+            int32_t sum = 0;
+            for (int64_t y = y0; y < y1; ++y)
+              for (int64_t x = x0; x < x1; ++x) sum += src[((n * H + y) * W + x) * C + c];
+            out[c] = global_ ? mean(sum, count) : average(sum, count);
+          }
+        }
+  }
+
+ private:
+  // AveragePool sums the int8 values themselves (q_u8 - 128).
+  static uint8_t average(int32_t sum_u8, int32_t count) {
+    const int32_t q = divide_rounding_away(sum_u8 - 128 * count, count);
+    return static_cast<uint8_t>(std::clamp(q, -128, 127) + 128);
+  }
+  uint8_t mean(int32_t sum_u8, int32_t count) const {
+    const int32_t centred = multiply(sum_u8 - zp_in_ * count, rescale_);
+    return static_cast<uint8_t>(std::clamp(divide_rounding_away(centred, count) + zp_out_, 0, 255));
+  }
+
+  bool global_;
+  Window w_{};
+  int64_t N_ = 0, H_ = 0, W_ = 0, C_ = 0;
+  int32_t zp_in_ = 0, zp_out_ = 0;
+  QuantizedMultiplier rescale_;
+  dnnl::memory src_, dst_;
+};
+
+}  // namespace
+
+void build_max_pool(const NodeSpec& node, QBuilder& b) { b.add(std::make_unique<MaxPool>(node, b, false)); }
+void build_global_max_pool(const NodeSpec& node, QBuilder& b) { b.add(std::make_unique<MaxPool>(node, b, true)); }
+void build_avg_pool(const NodeSpec& node, QBuilder& b) { b.add(std::make_unique<AvgPool>(node, b, false)); }
+void build_global_avg_pool(const NodeSpec& node, QBuilder& b) { b.add(std::make_unique<AvgPool>(node, b, true)); }
+
+}  // namespace onednn::int8

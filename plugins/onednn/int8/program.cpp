@@ -1,0 +1,125 @@
+#include "program.hpp"
+
+#include "thread_scope.hpp"
+
+#include <algorithm>
+
+namespace onednn::int8 {
+namespace {
+
+[[noreturn]] void invalid_option(const std::string& message) {
+  fail(RAMJET_ERR_INVALID_ARGUMENT, "compile options: " + message);
+}
+
+int64_t batch_option(const nlohmann::json& options) {
+  const auto it = options.find("batch");
+  if (it == options.end()) return 32;
+  if (!it->is_number_integer() || it->get<int64_t>() < 1) invalid_option("batch must be a positive integer");
+  return it->get<int64_t>();
+}
+
+int threads_option(const nlohmann::json& options, int fallback) {
+  const auto it = options.find("threads");
+  if (it == options.end() || it->is_null()) return fallback;
+  if (!it->is_number_integer() || it->get<int64_t>() < 0) invalid_option("threads must be an integer >= 0");
+  return it->get<int>();
+}
+
+// The float graph parser checks structure, names and shapes; it knows float32 parameters only, so it reads a copy
+// without the dtypes (QParamStore checks those).
+Graph parse_structure(const nlohmann::json& qgraph) {
+  if (!qgraph.is_object()) fail(RAMJET_ERR_INVALID_ARGUMENT, "qgraph: the graph must be a JSON object");
+  nlohmann::json copy = qgraph;
+  if (copy.contains("params") && copy["params"].is_object())
+    for (auto& [name, spec] : copy["params"].items())
+      if (spec.is_object()) spec.erase("dtype");
+  copy.erase("loss");  // inference only
+  return parse_graph(copy);
+}
+
+[[noreturn]] void inference_only(const char* call) {
+  fail(RAMJET_ERR_UNSUPPORTED, std::string(call) + ": the int8 program (precision int8) is inference-only; compile "
+                                                   "the float graph to train");
+}
+
+}  // namespace
+
+bool wants_int8(const nlohmann::json& options) {
+  if (!options.is_object()) return false;
+  const auto it = options.find("precision");
+  return it != options.end() && it->is_string() && it->get<std::string>() == "int8";
+}
+
+QuantizedProgram::QuantizedProgram(const nlohmann::json& qgraph, const nlohmann::json& options, int threads)
+    : graph_(parse_structure(qgraph)),
+      quant_(qgraph),
+      params_(qgraph.contains("params") ? qgraph["params"] : nlohmann::json()),
+      batch_(batch_option(options)),
+      threads_(threads_option(options, threads)),
+      engine_(dnnl::engine::kind::cpu, 0),
+      stream_(engine_) {
+  ThreadScope scope(threads_);
+  plan_for(batch_);  // compile errors surface here, not at the first forward
+}
+
+QPlan& QuantizedProgram::plan_for(int64_t batch) {
+  auto it = plans_.find(batch);
+  if (it != plans_.end()) return *it->second;
+  auto plan = std::make_unique<QPlan>(graph_, quant_, params_, engine_, batch);
+  return *plans_.emplace(batch, std::move(plan)).first->second;
+}
+
+int64_t QuantizedProgram::check_inputs(ramjet::Example& inputs) const {
+  int64_t batch = -1;
+  for (const TensorSpec& spec : graph_.inputs) {
+    const std::string what = "forward: input '" + spec.name + "'";
+    DLTensor* t = inputs.find(spec.name);
+    if (t == nullptr) fail(RAMJET_ERR_INVALID_ARGUMENT, "forward: the inputs have no tensor named '" + spec.name + "'");
+    if (t->device.device_type != kDLCPU) fail(RAMJET_ERR_INVALID_ARGUMENT, what + " is not a CPU tensor");
+    if (!ramjet::same_dtype(t->dtype, ramjet::dtype_of<float>()))
+      fail(RAMJET_ERR_INVALID_ARGUMENT, what + " has dtype " + ramjet::dtype_name(t->dtype) + "; it must be float32");
+    const bool shaped = t->ndim == static_cast<int32_t>(spec.shape.size()) + 1 && t->shape[0] >= 1 &&
+                        (batch < 0 || t->shape[0] == batch) &&
+                        std::equal(spec.shape.begin(), spec.shape.end(), t->shape + 1);
+    if (!shaped) {
+      Shape wanted{batch < 0 ? int64_t{-1} : batch};
+      wanted.insert(wanted.end(), spec.shape.begin(), spec.shape.end());
+      fail(RAMJET_ERR_INVALID_ARGUMENT, what + " has shape " + shape_string(Shape(t->shape, t->shape + t->ndim)) +
+                                            "; it must be " + shape_string(wanted) + " (-1: any batch)");
+    }
+    if (!ramjet::is_contiguous(*t)) fail(RAMJET_ERR_INVALID_ARGUMENT, what + " must be contiguous");
+    batch = t->shape[0];
+  }
+  return batch;
+}
+
+void QuantizedProgram::forward(const ramjet_forward_args&, ramjet::Example& inputs, ramjet::Example& outputs) {
+  params_.require_complete("forward");
+  ThreadScope scope(threads_);
+  plan_for(check_inputs(inputs)).forward(stream_, params_, inputs, outputs);
+}
+
+void QuantizedProgram::backward(const ramjet_backward_args&) { inference_only("backward"); }
+void QuantizedProgram::optimizer_update(const ramjet_update_args&) { inference_only("optimizer_update"); }
+
+void QuantizedProgram::get_state(std::string_view which, ramjet::Example& out) {
+  if (which == "parameters") return params_.copy_to(out);
+  if (which == "buffers") return;
+  if (which == "gradients" || which == "optimizer") inference_only(("get_state(" + std::string(which) + ")").c_str());
+  fail(RAMJET_ERR_INVALID_ARGUMENT, "get_state: unknown state '" + std::string(which) + "' (parameters, buffers)");
+}
+
+void QuantizedProgram::set_state(std::string_view which, ramjet::Example& values) {
+  if (which == "parameters") return params_.set(values);
+  if (which == "buffers" && values.size() == 0) return;
+  if (which == "gradients" || which == "optimizer" || which == "buffers")
+    inference_only(("set_state(" + std::string(which) + ")").c_str());
+  fail(RAMJET_ERR_INVALID_ARGUMENT, "set_state: unknown state '" + std::string(which) + "' (parameters)");
+}
+
+void QuantizedProgram::set_taps(const std::vector<std::string>& names, ramjet_tap_fn, void*) {
+  if (!names.empty())
+    fail(RAMJET_ERR_UNSUPPORTED, "set_taps: the int8 program has no taps (calibrate on the float program)");
+}
+
+}  // namespace onednn::int8

@@ -1,0 +1,45 @@
+// An inference-only int8 program compiled from a qgraph (docs/quantized-graph.md) with options
+// {"precision": "int8", "batch": N, "threads": T}: set_state("parameters", qparams) hands it the int8 kernels and
+// int32 biases, forward takes float32 inputs and returns every graph output dequantized to float32. One QPlan per
+// batch size met (the compiled batch first), like the float program.
+#pragma once
+
+#include "qplan.hpp"
+
+#include <map>
+#include <memory>
+#include <string_view>
+
+namespace onednn::int8 {
+
+// True when compile options ask for this program.
+bool wants_int8(const nlohmann::json& options);
+
+class QuantizedProgram {
+ public:
+  // `threads`: the backend's configuration; options' "threads" overrides it.
+  QuantizedProgram(const nlohmann::json& qgraph, const nlohmann::json& options, int threads);
+
+  void forward(const ramjet_forward_args& args, ramjet::Example& inputs, ramjet::Example& outputs);
+  [[noreturn]] void backward(const ramjet_backward_args& args);
+  [[noreturn]] void optimizer_update(const ramjet_update_args& args);
+  // "parameters": copies of the qparams; "buffers": none; the rest are training state it does not have.
+  void get_state(std::string_view which, ramjet::Example& out);
+  void set_state(std::string_view which, ramjet::Example& values);
+  void set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, void* user);
+
+ private:
+  int64_t check_inputs(ramjet::Example& inputs) const;
+  QPlan& plan_for(int64_t batch);
+
+  Graph graph_;
+  QuantTable quant_;
+  QParamStore params_;
+  int64_t batch_ = 32;
+  int threads_ = 0;
+  dnnl::engine engine_;
+  dnnl::stream stream_;
+  std::map<int64_t, std::unique_ptr<QPlan>> plans_;
+};
+
+}  // namespace onednn::int8

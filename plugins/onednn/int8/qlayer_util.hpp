@@ -1,0 +1,27 @@
+// What the int8 layers share: their input, their output's quantization, the clamp a fused activation means, and
+// the checks on their int8/int32 parameters.
+#pragma once
+
+#include "qplan.hpp"
+
+namespace onednn::int8 {
+
+// An activation's clamp in the int8 domain, as TFLite's CalculateActivationRangeQuantized.
+struct ClampRange {
+  int32_t lo = -128, hi = 127;
+  bool narrows_u8() const { return lo > -128 || hi < 127; }
+};
+ClampRange activation_range(const NodeSpec& node, const ActivationQuant& out);
+
+QValue& only_input(const NodeSpec& node, QBuilder& b);
+const ActivationQuant& output_quant(const NodeSpec& node, const QBuilder& b);
+
+// The node's parameter bound to `role`, checked for dtype and shape; nullptr when optional and absent.
+const QParam* checked_param(const NodeSpec& node, const QBuilder& b, const char* role, bool int8, const Shape& shape,
+                            bool required);
+
+// Per output channel: in_scale * w_scale[c] / out_scale (`channels` values, or one for a per-tensor kernel).
+std::vector<float> output_scales(const NodeSpec& node, const QBuilder& b, const ActivationQuant& in,
+                                 const ActivationQuant& out, int64_t channels);
+
+}  // namespace onednn::int8

@@ -1,0 +1,129 @@
+#include "qplan.hpp"
+
+#include "../layout.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace onednn::int8 {
+namespace {
+
+// TFLite's QUANTIZE: round(x / scale) half away from zero, plus the zero point, saturated; here in the u8 domain.
+void quantize(const float* x, uint8_t* q, int64_t n, const ActivationQuant& quant) {
+  const float scale = quant.scale;
+  const float zp = static_cast<float>(quant.zp_u8());
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) q[i] = static_cast<uint8_t>(std::clamp(std::round(x[i] / scale) + zp, 0.0f, 255.0f));
+}
+
+void dequantize(const uint8_t* q, float* x, int64_t n, const ActivationQuant& quant) {
+  const float scale = quant.scale;
+  const int32_t zp = quant.zp_u8();
+  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int32_t>(q[i]) - zp) * scale;
+}
+
+class Reorder : public QStep {
+ public:
+  Reorder(const dnnl::memory& from, const dnnl::memory& to) : reorder_(from, to), from_(from), to_(to) {}
+  void run(dnnl::stream& stream) override { reorder_.execute(stream, from_, to_); }
+
+ private:
+  dnnl::reorder reorder_;
+  dnnl::memory from_, to_;
+};
+
+}  // namespace
+
+QValue& QBuilder::value(const std::string& name) {
+  const auto it = by_name_.find(name);
+  if (it == by_name_.end()) fail(RAMJET_ERR_INTERNAL, "int8 plan: no value named '" + name + "'");
+  return *it->second;
+}
+
+QValue& QBuilder::define(const std::string& name, const Shape& shape, const ActivationQuant& quant, const md& desc,
+                         void* handle) {
+  auto v = std::make_unique<QValue>();
+  v->name = name;
+  v->shape = shape;
+  v->quant = quant;
+  v->mem = handle ? dnnl::memory(desc, engine_, handle) : dnnl::memory(desc, engine_);
+  by_name_[name] = v.get();
+  values_.push_back(std::move(v));
+  return *values_.back();
+}
+
+dnnl::memory QBuilder::in_layout(QValue& v, const md& want) {
+  if (v.mem.get_desc() == want) return v.mem;
+  dnnl::memory copy(want, engine_);
+  add(std::make_unique<Reorder>(v.mem, copy));
+  return copy;
+}
+
+dnnl::memory QBuilder::canonical(QValue& v) { return in_layout(v, canonical_md(batch_, v.shape, dt::u8)); }
+
+dnnl::primitive_attr QBuilder::attr() const {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+QPlan::QPlan(const Graph& graph, const QuantTable& quant, const QParamStore& params, const dnnl::engine& engine,
+             int64_t batch)
+    : batch_(batch) {
+  QBuilder builder(engine, batch, quant, params);
+  for (const TensorSpec& in : graph.inputs) {
+    QValue& v = builder.define(in.name, in.shape, quant.activation(in.name), canonical_md(batch, in.shape, dt::u8));
+    inputs_.push_back({in.name, v.mem, v.quant});
+  }
+  for (const NodeSpec& node : graph.nodes) {
+    const QLayerFactory factory = find_qlayer(node.op);
+    if (factory == nullptr) node.fail(RAMJET_ERR_UNSUPPORTED, "op " + node.op + " has no int8 form in the onednn backend");
+    try {
+      factory(node, builder);
+    } catch (const dnnl::error& e) {
+      node.fail(RAMJET_ERR_UNSUPPORTED, std::string("oneDNN cannot build its int8 form: ") + e.what());
+    }
+  }
+  for (const std::string& name : graph.outputs) {
+    QValue& v = builder.value(name);
+    Shape shape{batch};
+    shape.insert(shape.end(), v.shape.begin(), v.shape.end());
+    outputs_.push_back({name, shape, builder.canonical(v), v.quant});
+  }
+  values_ = builder.take_values();
+  steps_ = builder.take_steps();
+  scratchpad_ = dnnl::memory(md({static_cast<int64_t>(std::max<size_t>(builder.scratchpad_bytes(), 1))}, dt::u8, tag::a),
+                             engine);
+  for (Args* args : builder.scratchpad_users()) (*args)[DNNL_ARG_SCRATCHPAD] = scratchpad_;
+}
+
+void QPlan::forward(dnnl::stream& stream, const QParamStore& params, ramjet::Example& inputs,
+                    ramjet::Example& outputs) {
+  if (prepared_version_ != params.version()) {
+    for (auto& step : steps_) step->prepare(params, stream);
+    stream.wait();
+    prepared_version_ = params.version();
+  }
+  for (HostInput& in : inputs_) {
+    const DLTensor& t = *inputs.find(in.name);
+    const auto* x = reinterpret_cast<const float*>(static_cast<const char*>(t.data) + t.byte_offset);
+    quantize(x, static_cast<uint8_t*>(in.mem.get_data_handle()), ramjet::element_count(t), in.quant);
+  }
+  for (auto& step : steps_) step->run(stream);
+  stream.wait();
+  for (HostOutput& out : outputs_) {
+    DLTensor* t = outputs.find(out.name);
+    const bool reusable = t != nullptr && t->device.device_type == kDLCPU &&
+                          ramjet::same_dtype(t->dtype, ramjet::dtype_of<float>()) &&
+                          t->ndim == static_cast<int32_t>(out.shape.size()) &&
+                          std::equal(out.shape.begin(), out.shape.end(), t->shape) && ramjet::is_contiguous(*t);
+    if (!reusable) {
+      outputs.set(out.name, ramjet::Tensor::zeros(ramjet::dtype_of<float>(), out.shape));
+      t = outputs.find(out.name);
+    }
+    dequantize(static_cast<const uint8_t*>(out.mem.get_data_handle()), ramjet::data_as<float>(*t), product(out.shape),
+               out.quant);
+  }
+}
+
+}  // namespace onednn::int8

@@ -1,0 +1,118 @@
+// The int8 graph compiled for one batch size: u8 activation buffers, the steps that compute them, and the edges
+// to the host (float32 in, quantized once; float32 out, dequantized). Built once per batch size; running it
+// allocates nothing.
+//
+// Activations are int8 in the contract and u8 here: q_u8 = q_s8 + 128 is the same number line shifted, so a tensor
+// with int8 zero point -128 (after relu, or an image in [0, 1]) is a u8 tensor with zero point 0, which oneDNN's
+// VNNI kernels take without zero-point arithmetic.
+#pragma once
+
+#include "../graph.hpp"
+#include "qparams.hpp"
+#include "quant_table.hpp"
+
+#include <map>
+#include <memory>
+
+namespace onednn::int8 {
+
+struct QValue {
+  std::string name;
+  Shape shape;  // per example
+  ActivationQuant quant;
+  dnnl::memory mem;  // u8, in the layout its producer chose
+};
+
+// One unit of work in a forward. prepare() runs when the parameters changed (weights reordered, biases folded);
+// run() every forward.
+class QStep {
+ public:
+  virtual ~QStep() = default;
+  virtual void prepare(const QParamStore&, dnnl::stream&) {}
+  virtual void run(dnnl::stream& stream) = 0;
+};
+
+class QBuilder {
+ public:
+  QBuilder(const dnnl::engine& engine, int64_t batch, const QuantTable& quant, const QParamStore& params)
+      : engine_(engine), batch_(batch), quant_(quant), params_(params) {}
+
+  const dnnl::engine& engine() const { return engine_; }
+  int64_t batch() const { return batch_; }
+  const QuantTable& quant() const { return quant_; }
+  const QParamStore& params() const { return params_; }
+
+  QValue& value(const std::string& name);
+  // A new value with its own buffer in `desc`, or a view of `handle` (which must outlive the plan).
+  QValue& define(const std::string& name, const Shape& shape, const ActivationQuant& quant, const md& desc,
+                 void* handle = nullptr);
+  // v's data in layout `want`: v.mem itself when it already is, else a copy a reorder step (added now, so it runs
+  // before the caller's step) fills.
+  dnnl::memory in_layout(QValue& v, const md& want);
+  // v in the host's layout (nhwc for images, row-major otherwise).
+  dnnl::memory canonical(QValue& v);
+
+  void add(std::unique_ptr<QStep> step) { steps_.push_back(std::move(step)); }
+  // Primitives share one scratchpad: they run one at a time.
+  dnnl::primitive_attr attr() const;
+  template <class PrimitiveDesc>
+  void use_scratchpad(const PrimitiveDesc& pd, Args& args) {
+    scratchpad_bytes_ = std::max(scratchpad_bytes_, pd.scratchpad_desc().get_size());
+    scratchpad_users_.push_back(&args);
+  }
+
+  std::vector<std::unique_ptr<QValue>> take_values() { return std::move(values_); }
+  std::vector<std::unique_ptr<QStep>> take_steps() { return std::move(steps_); }
+  size_t scratchpad_bytes() const { return scratchpad_bytes_; }
+  const std::vector<Args*>& scratchpad_users() const { return scratchpad_users_; }
+
+ private:
+  dnnl::engine engine_;
+  int64_t batch_;
+  const QuantTable& quant_;
+  const QParamStore& params_;
+  std::vector<std::unique_ptr<QValue>> values_;
+  std::map<std::string, QValue*> by_name_;
+  std::vector<std::unique_ptr<QStep>> steps_;
+  size_t scratchpad_bytes_ = 0;
+  std::vector<Args*> scratchpad_users_;
+};
+
+// Builds one node: defines its output value and adds its steps.
+using QLayerFactory = void (*)(const NodeSpec& node, QBuilder& builder);
+QLayerFactory find_qlayer(const std::string& op);
+
+class QPlan {
+ public:
+  QPlan(const Graph& graph, const QuantTable& quant, const QParamStore& params, const dnnl::engine& engine,
+        int64_t batch);
+  QPlan(const QPlan&) = delete;
+  QPlan& operator=(const QPlan&) = delete;
+
+  // Quantizes the inputs (checked by the caller), runs every step, writes each graph output as float32 [N, ...]
+  // (reusing a matching tensor already in `outputs`). Refreshes weights first when the parameters changed.
+  void forward(dnnl::stream& stream, const QParamStore& params, ramjet::Example& inputs, ramjet::Example& outputs);
+
+ private:
+  struct HostInput {
+    std::string name;
+    dnnl::memory mem;  // u8 canonical
+    ActivationQuant quant;
+  };
+  struct HostOutput {
+    std::string name;
+    Shape shape;  // with the batch
+    dnnl::memory mem;  // u8 canonical
+    ActivationQuant quant;
+  };
+
+  int64_t batch_;
+  std::vector<HostInput> inputs_;
+  std::vector<HostOutput> outputs_;
+  std::vector<std::unique_ptr<QValue>> values_;
+  std::vector<std::unique_ptr<QStep>> steps_;
+  dnnl::memory scratchpad_;
+  uint64_t prepared_version_ = 0;
+};
+
+}  // namespace onednn::int8

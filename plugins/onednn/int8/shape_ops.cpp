@@ -1,0 +1,108 @@
+// flatten and reshape (views of the input's bytes in the host's nhwc/row-major order, as Keras flattens), and
+// concat on the last axis (copies, requantizing an input whose scale or zero point differs from the output's as
+// TFLite's Concatenation does).
+#include "../layout.hpp"
+#include "qlayer_util.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace onednn::int8 {
+namespace {
+
+Shape reshape_target(const NodeSpec& node, const Shape& in) {
+  if (node.op == "flatten") return {product(in)};
+  const auto it = node.attrs.find("shape");
+  if (it == node.attrs.end() || !it->is_array())
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "attribute 'shape' must be an array of integers");
+  Shape shape;
+  int inferred = -1;
+  for (const auto& d : *it) {
+    if (!d.is_number_integer() || (d.get<int64_t>() < 1 && d.get<int64_t>() != -1) ||
+        (d.get<int64_t>() == -1 && inferred >= 0))
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "attribute 'shape' must hold positive integers (or one -1)");
+    if (d.get<int64_t>() == -1) inferred = static_cast<int>(shape.size());
+    shape.push_back(d.get<int64_t>());
+  }
+  if (inferred >= 0) {
+    shape[inferred] = 1;
+    shape[inferred] = product(in) / product(shape);
+  }
+  return shape;
+}
+
+void build_reshape_like(const NodeSpec& node, QBuilder& b) {
+  QValue& in = only_input(node, b);
+  const Shape shape = reshape_target(node, in.shape);
+  if (product(shape) != product(in.shape) || shape != node.shape)
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "cannot reshape " + shape_string(in.shape) + " to " + shape_string(node.shape));
+  const dnnl::memory bytes = b.canonical(in);
+  b.define(node.name, shape, in.quant, canonical_md(b.batch(), shape, dt::u8), bytes.get_data_handle());
+}
+
+class Concat : public QStep {
+ public:
+  Concat(const NodeSpec& node, QBuilder& b) {
+    if (node.inputs.empty()) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "concat needs inputs");
+    const int64_t axis = node.attr_int("axis", -1);
+    const ActivationQuant& out = output_quant(node, b);
+    Shape shape = b.value(node.inputs[0]).shape;
+    if (axis != -1 && axis != static_cast<int64_t>(shape.size()))
+      node.fail(RAMJET_ERR_UNSUPPORTED, "the int8 concat joins the last axis only");
+    shape.back() = 0;
+    for (const std::string& name : node.inputs) {
+      QValue& in = b.value(name);
+      if (in.shape.size() != shape.size() || !std::equal(shape.begin(), shape.end() - 1, in.shape.begin()))
+        node.fail(RAMJET_ERR_INVALID_ARGUMENT, "inputs differ in shape except on the last axis");
+      const float scale = in.quant.scale / out.scale;
+      parts_.push_back({b.canonical(in), in.shape.back(), 0, in.quant.same_as(out), scale,
+                        -static_cast<float>(in.quant.zp_u8()) * scale, static_cast<float>(out.zp_u8())});
+      shape.back() += in.shape.back();
+    }
+    if (shape != node.shape) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape must be " + shape_string(shape));
+    rows_ = b.batch() * product(shape) / shape.back();
+    width_ = shape.back();
+    int64_t offset = 0;
+    for (Part& p : parts_) p.offset = offset, offset += p.width;
+    dst_ = b.define(node.name, shape, out, canonical_md(b.batch(), shape, dt::u8)).mem;
+  }
+
+  void run(dnnl::stream&) override {
+    auto* dst = static_cast<uint8_t*>(dst_.get_data_handle());
+    for (const Part& p : parts_) {
+      const auto* src = static_cast<const uint8_t*>(p.src.get_data_handle());
+      const int64_t rows = rows_, width = width_;
+#pragma omp parallel for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        const uint8_t* in = src + r * p.width;
+        uint8_t* out = dst + r * width + p.offset;
+        if (p.copy) {
+          std::memcpy(out, in, static_cast<size_t>(p.width));
+          continue;
+        }
+        for (int64_t c = 0; c < p.width; ++c)
+          out[c] = static_cast<uint8_t>(std::clamp(std::round(in[c] * p.scale + p.bias) + p.zp_out, 0.0f, 255.0f));
+      }
+    }
+  }
+
+ private:
+  struct Part {
+    dnnl::memory src;
+    int64_t width, offset;
+    bool copy;
+    float scale, bias, zp_out;  // out = round(in * scale + bias) + zp_out, TFLite's float requantization
+  };
+  std::vector<Part> parts_;
+  int64_t rows_ = 0, width_ = 0;
+  dnnl::memory dst_;
+};
+
+}  // namespace
+
+void build_flatten(const NodeSpec& node, QBuilder& b) { build_reshape_like(node, b); }
+void build_reshape(const NodeSpec& node, QBuilder& b) { build_reshape_like(node, b); }
+void build_concat(const NodeSpec& node, QBuilder& b) { b.add(std::make_unique<Concat>(node, b)); }
+
+}  // namespace onednn::int8

@@ -1,0 +1,175 @@
+// conv2d (ordinary, grouped, depthwise) and dense on u8 activations and s8 weights: the oneDNN primitive
+// accumulates in s32 and requantizes with per-channel output scales in_scale * w_scale[c] / out_scale. Zero
+// points never reach the primitive's hot loop: the output's goes into the f32 bias (round(s * (acc + b + zp / s))
+// = round(s * (acc + b)) + zp), dense's input one into the bias too (minus zp_in * the kernel's column sum), and a
+// convolution whose input zero point is not 0 (u8 domain) hands it to oneDNN, which also gets the padding right.
+#include "../layout.hpp"
+#include "qlayer_util.hpp"
+
+#include <algorithm>
+
+namespace onednn::int8 {
+namespace {
+
+// Everything both layers do once the primitive is built.
+class WeightedStep : public QStep {
+ public:
+  void run(dnnl::stream& stream) override { fwd_.execute(stream, args_); }
+
+  void prepare(const QParamStore& params, dnnl::stream& stream) override {
+    const QParam& kernel = params.get(kernel_);
+    dnnl::memory plain(plain_kernel_, weights_.get_engine(), const_cast<int8_t*>(kernel.s8.data()));
+    dnnl::reorder(plain, weights_).execute(stream, plain, weights_);
+    const int32_t* bias = bias_.empty() ? nullptr : params.get(bias_).s32.data();
+    const std::vector<float> folded = input_fold(kernel);
+    auto* b = static_cast<float*>(bias_mem_.get_data_handle());
+    for (size_t c = 0; c < folded.size(); ++c) {
+      const float scale = scales_.size() == 1 ? scales_[0] : scales_[c];
+      b[c] = static_cast<float>(bias ? bias[c] : 0) + folded[c] + static_cast<float>(zp_out_) / scale;
+    }
+  }
+
+ protected:
+  // The input zero point's share of each output channel that the bias absorbs (dense); zeros by default.
+  virtual std::vector<float> input_fold(const QParam&) const { return std::vector<float>(channels_, 0.0f); }
+
+  // Output scales, the fused activation's clamp and the shared scratchpad.
+  dnnl::primitive_attr attr(const NodeSpec& node, QBuilder& b, const ActivationQuant& in, const ActivationQuant& out,
+                            int scale_axis_mask) {
+    scales_ = output_scales(node, b, in, out, channels_);
+    zp_out_ = out.zp_u8();
+    dnnl::primitive_attr attr = b.attr();
+    attr.set_output_scales(scales_.size() == 1 ? 0 : scale_axis_mask, scales_);
+    const ClampRange clamp = activation_range(node, out);
+    if (clamp.narrows_u8()) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, static_cast<float>(clamp.lo + 128),
+                         static_cast<float>(clamp.hi + 128));
+      attr.set_post_ops(ops);
+    }
+    return attr;
+  }
+
+  void finish(const NodeSpec& node, QBuilder& b, const dnnl::primitive& fwd, const md& weights, const md& src_mem_md,
+              QValue& in, const md& dst, const Shape& out_shape, const ActivationQuant& out) {
+    fwd_ = fwd;
+    kernel_ = node.param("kernel");
+    if (node.params.count("bias")) bias_ = node.param("bias");
+    weights_ = dnnl::memory(weights, b.engine());
+    bias_mem_ = dnnl::memory(md({channels_}, dt::f32, tag::a), b.engine());
+    const dnnl::memory src = b.in_layout(in, src_mem_md);
+    QValue& v = b.define(node.name, out_shape, out, dst);
+    args_ = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights_}, {DNNL_ARG_BIAS, bias_mem_}, {DNNL_ARG_DST, v.mem}};
+  }
+
+  int64_t channels_ = 0;
+  md plain_kernel_;  // the IR's kernel layout, described in oneDNN's dims
+  std::vector<float> scales_;
+  int32_t zp_out_ = 0;
+  std::string kernel_, bias_;
+  dnnl::primitive fwd_;
+  dnnl::memory weights_, bias_mem_;
+  Args args_;
+};
+
+class QConv2D : public WeightedStep {
+ public:
+  QConv2D(const NodeSpec& node, QBuilder& b) {
+    QValue& in = only_input(node, b);
+    if (in.shape.size() != 3) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "conv2d needs an image [H, W, C] input");
+    const int64_t H = in.shape[0], W = in.shape[1], C = in.shape[2];
+    const int64_t F = node.attr_int("filters");
+    const auto k = node.attr_ints("kernel", 2);
+    const auto s = node.attr_ints("strides", 2, {1, 1});
+    const auto pad = node.attr_ints("padding", 4, {0, 0, 0, 0});
+    const auto d = node.attr_ints("dilation", 2, {1, 1});
+    const int64_t G = node.attr_int("groups", 1);
+    if (F < 1 || k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 || d[0] < 1 || d[1] < 1 || G < 1 || C % G || F % G ||
+        *std::min_element(pad.begin(), pad.end()) < 0)
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "bad filters, kernel, strides, dilation, groups or padding");
+    const int64_t OH = (H + pad[0] + pad[1] - ((k[0] - 1) * d[0] + 1)) / s[0] + 1;
+    const int64_t OW = (W + pad[2] + pad[3] - ((k[1] - 1) * d[1] + 1)) / s[1] + 1;
+    if (OH < 1 || OW < 1 || node.shape != Shape{OH, OW, F})
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape is " + shape_string({OH, OW, F}) + ", the graph says " +
+                                                 shape_string(node.shape));
+    checked_param(node, b, "kernel", true, {k[0], k[1], C / G, F}, true);
+    checked_param(node, b, "bias", false, {F}, false);
+    channels_ = F;
+
+    // oneDNN's weights are {O, I, kh, kw} ({G, O/G, I/G, kh, kw} grouped); the IR's are HWIO with
+    // o = g * (F / G) + o_in_group. Strides describe that without moving a byte.
+    dnnl::memory::dims wdims, wstrides;
+    if (G == 1) {
+      wdims = {F, C, k[0], k[1]};
+      wstrides = {1, F, k[1] * C * F, C * F};
+    } else {
+      wdims = {G, F / G, C / G, k[0], k[1]};
+      wstrides = {F / G, 1, F, k[1] * (C / G) * F, (C / G) * F};
+    }
+    plain_kernel_ = md(wdims, dt::s8, wstrides);
+
+    const ActivationQuant& out = output_quant(node, b);
+    dnnl::primitive_attr attr = this->attr(node, b, in.quant, out, 1 << 1);
+    if (in.quant.zp_u8() != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {in.quant.zp_u8()});
+    const int64_t N = b.batch();
+    const dnnl::convolution_forward::primitive_desc pd(
+        {dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, md({N, C, H, W}, dt::u8, tag::any),
+         md(wdims, dt::s8, tag::any), md({F}, dt::f32, tag::a), md({N, F, OH, OW}, dt::u8, tag::any), {s[0], s[1]},
+         {d[0] - 1, d[1] - 1}, {pad[0], pad[2]}, {pad[1], pad[3]}},
+        attr, b.engine());
+    finish(node, b, dnnl::convolution_forward(pd), pd.weights_desc(), pd.src_desc(), in, pd.dst_desc(), node.shape, out);
+    b.use_scratchpad(pd, args_);
+  }
+};
+
+class QDense : public WeightedStep {
+ public:
+  QDense(const NodeSpec& node, QBuilder& b) {
+    QValue& in = only_input(node, b);
+    if (in.shape.size() != 1)
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "dense needs a flat input, got " + shape_string(in.shape) +
+                                                 " (add a flatten layer first)");
+    const int64_t K = in.shape[0];
+    const int64_t units = node.attr_int("units", node.shape.empty() ? 0 : node.shape[0]);
+    if (units < 1 || node.shape != Shape{units})
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape must be [units]");
+    checked_param(node, b, "kernel", true, {K, units}, true);
+    checked_param(node, b, "bias", false, {units}, false);
+    channels_ = units;
+    zp_in_ = in.quant.zp_u8();
+    plain_kernel_ = md({units, K}, dt::s8, tag::ba);  // [in, out] row-major is oneDNN's {O, I} read column-wise
+
+    const ActivationQuant& out = output_quant(node, b);
+    const dnnl::primitive_attr attr = this->attr(node, b, in.quant, out, 1 << 1);
+    const int64_t N = b.batch();
+    const dnnl::inner_product_forward::primitive_desc pd(
+        {dnnl::prop_kind::forward_inference, md({N, K}, dt::u8, tag::any), md({units, K}, dt::s8, tag::any),
+         md({units}, dt::f32, tag::a), md({N, units}, dt::u8, tag::any)},
+        attr, b.engine());
+    finish(node, b, dnnl::inner_product_forward(pd), pd.weights_desc(), pd.src_desc(), in, pd.dst_desc(), node.shape,
+           out);
+    b.use_scratchpad(pd, args_);
+  }
+
+ private:
+  // sum_i (q_i - zp) w_io = sum_i q_i w_io - zp * sum_i w_io: the second term is a constant per output.
+  std::vector<float> input_fold(const QParam& kernel) const override {
+    std::vector<float> fold(channels_, 0.0f);
+    if (zp_in_ == 0) return fold;
+    std::vector<int64_t> sums(channels_, 0);
+    const int64_t K = static_cast<int64_t>(kernel.s8.size()) / channels_;
+    for (int64_t i = 0; i < K; ++i)
+      for (int64_t o = 0; o < channels_; ++o) sums[o] += kernel.s8[i * channels_ + o];
+    for (int64_t o = 0; o < channels_; ++o) fold[o] = -static_cast<float>(zp_in_ * sums[o]);
+    return fold;
+  }
+
+  int32_t zp_in_ = 0;
+};
+
+}  // namespace
+
+void build_conv2d(const NodeSpec& node, QBuilder& b) { b.add(std::make_unique<QConv2D>(node, b)); }
+void build_dense(const NodeSpec& node, QBuilder& b) { b.add(std::make_unique<QDense>(node, b)); }
+
+}  // namespace onednn::int8
