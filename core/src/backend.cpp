@@ -23,18 +23,22 @@ std::string Program::what(const char* operation) const { return backend_.ref().l
 
 void Program::forward(const ramjet_forward_args& args, Example& inputs, Example& outputs) {
   ramjet_error error;
-  throw_on_error(vt().forward(backend_.self(), program_, &args, &inputs, &outputs, &error), error, what("forward"));
+  // The message is built only on failure: a steady-state step allocates nothing on the host side either.
+  const ramjet_status status = vt().forward(backend_.self(), program_, &args, &inputs, &outputs, &error);
+  if (status != RAMJET_OK) throw_on_error(status, error, what("forward"));
   backend_.retain_if_foreign(outputs);
 }
 
 void Program::backward(const ramjet_backward_args& args) {
   ramjet_error error;
-  throw_on_error(vt().backward(backend_.self(), program_, &args, &error), error, what("backward"));
+  const ramjet_status status = vt().backward(backend_.self(), program_, &args, &error);
+  if (status != RAMJET_OK) throw_on_error(status, error, what("backward"));
 }
 
 void Program::optimizer_update(const ramjet_update_args& args) {
   ramjet_error error;
-  throw_on_error(vt().optimizer_update(backend_.self(), program_, &args, &error), error, what("optimizer_update"));
+  const ramjet_status status = vt().optimizer_update(backend_.self(), program_, &args, &error);
+  if (status != RAMJET_OK) throw_on_error(status, error, what("optimizer_update"));
 }
 
 Example Program::get_state(const char* which) {

@@ -4,6 +4,8 @@
 #include "common.hpp"
 #include "parameters.hpp"
 
+#include <vector>
+
 namespace onednn {
 
 struct Exec {
@@ -12,7 +14,16 @@ struct Exec {
   uint64_t seed = 0;  // per-step seed (dropout)
   const ramjet_backward_args* backward = nullptr;  // set during backward
 
-  void run(const dnnl::primitive& primitive, const Args& args) const { primitive.execute(stream, args); }
+  // dnnl::primitive::execute copies the argument map into a new vector on every call; this reuses one buffer per
+  // thread, so a steady-state step allocates nothing.
+  void run(const dnnl::primitive& primitive, const Args& args) const {
+    thread_local std::vector<dnnl_exec_arg_t> c_args;
+    c_args.clear();
+    for (const auto& [arg, memory] : args) c_args.push_back({arg, memory.get()});
+    dnnl::error::wrap_c_api(
+        dnnl_primitive_execute(primitive.get(), stream.get(), static_cast<int>(c_args.size()), c_args.data()),
+        "could not execute a primitive");
+  }
 
   // Add into the parameter's gradient rather than overwrite it: the host asked to accumulate, or another layer
   // sharing the parameter already wrote its part in this backward.
