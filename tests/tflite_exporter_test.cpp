@@ -1,6 +1,7 @@
 // The tflite exporter (plugin tflite) through the C ABI: the file's identifier, what flatc decodes from it
 // against the vendored schema (operators, versions, tensors, quantization, buffers, metadata), the edges for
-// uint8/float32 interfaces, atomic writes, and LiteRT loading and running what it wrote.
+// uint8/float32 interfaces, dynamic-range (weights-only int8) models, atomic writes, and LiteRT loading and
+// running what it wrote.
 #include "ramjet/core/components.hpp"
 #include "ramjet/core/example.hpp"
 #include "ramjet/core/host_api.hpp"
@@ -39,10 +40,11 @@ class ExporterInstance : public ComponentInstance {
 
 class Plugin {
  public:
-  Plugin() {
+  explicit Plugin(const json& quantizer_config = json::object()) {
     CreateArgs args;
     args.where = "test.json#/export";
     exporter_.emplace(registry_.component(RAMJET_KIND_EXPORTER, "tflite"), args);
+    args.config = quantizer_config;
     quantizer_.emplace(registry_.component(RAMJET_KIND_QUANTIZER, "int8"), args);
   }
   Status export_model(const json& qgraph, Example& params, const fs::path& path) {
@@ -348,10 +350,20 @@ TEST(TfliteExporter, AFailedExportLeavesNoFile) {
   EXPECT_EQ(ramjet::test::read_file(path), "previous");
   EXPECT_FALSE(fs::exists(tmp / "model.tflite.tmp"));
 
+  // Dynamic range has float32 activations only: an int8 interface is refused before anything is written.
   TinyModel dynamic = tiny_model();
   dynamic.qgraph["quantization"]["mode"] = "dynamic_range";
-  EXPECT_EQ(plugin.export_model(dynamic.qgraph, dynamic.params, tmp / "dynamic.tflite").code, RAMJET_ERR_UNSUPPORTED);
+  const Status interface = plugin.export_model(dynamic.qgraph, dynamic.params, tmp / "dynamic.tflite");
+  EXPECT_EQ(interface.code, RAMJET_ERR_UNSUPPORTED);
+  EXPECT_NE(interface.message.find("float32 interface only"), std::string::npos) << interface.message;
   EXPECT_FALSE(fs::exists(tmp / "dynamic.tflite"));
+
+  TinyModel unknown = tiny_model();
+  unknown.qgraph["quantization"]["mode"] = "float16";
+  const Status mode = plugin.export_model(unknown.qgraph, unknown.params, tmp / "float16.tflite");
+  EXPECT_EQ(mode.code, RAMJET_ERR_UNSUPPORTED);
+  EXPECT_NE(mode.message.find("'float16'"), std::string::npos) << mode.message;
+  EXPECT_FALSE(fs::exists(tmp / "float16.tflite"));
 }
 
 // ---- LiteRT runs what was written -------------------------------------------------------------------------
@@ -490,6 +502,263 @@ TEST(TfliteExporter, QuantizerOutputWithDepthwiseGlobalPoolAndSoftmaxRunsInLiteR
   double sum = 0;  // softmax probabilities, int8 at (1/256, -128)
   for (const auto& v : (*result)["output"]) sum += (v.get<double>() + 128) / 256.0;
   EXPECT_NEAR(sum, 1.0, 0.02);
+}
+
+// ---- dynamic range: float activations, int8 kernels ---------------------------------------------------------
+
+// image [8, 8, 1] → conv2d 3×3 SAME (8 filters) → relu → max_pool 2×2 → flatten (128) → dense (200, no bias):
+// dense-dominated, as the size rule needs; the relu node is fused into the conv by the quantizer.
+struct DynamicModel {
+  json graph;
+  Example params;
+};
+
+DynamicModel dynamic_model() {
+  DynamicModel m;
+  m.graph = {
+      {"inputs", {{{"name", "image"}, {"shape", {8, 8, 1}}, {"dtype", "float32"}}}},
+      {"nodes",
+       {{{"name", "conv2d"}, {"op", "conv2d"}, {"inputs", {"image"}}, {"shape", {8, 8, 8}},
+         {"attrs", {{"filters", 8}, {"kernel", {3, 3}}, {"strides", {1, 1}}, {"padding", {1, 1, 1, 1}}, {"dilation", {1, 1}},
+                    {"groups", 1}, {"use_bias", true}, {"activation", "linear"}}},
+         {"params", {{"kernel", "conv2d/kernel"}, {"bias", "conv2d/bias"}}}},
+        {{"name", "relu"}, {"op", "activation"}, {"inputs", {"conv2d"}}, {"shape", {8, 8, 8}}, {"attrs", {{"activation", "relu"}}}},
+        {{"name", "max_pool"}, {"op", "max_pool"}, {"inputs", {"relu"}}, {"shape", {4, 4, 8}},
+         {"attrs", {{"pool", {2, 2}}, {"strides", {2, 2}}, {"padding", {0, 0, 0, 0}}}}},
+        {{"name", "flatten"}, {"op", "flatten"}, {"inputs", {"max_pool"}}, {"shape", {128}}, {"attrs", json::object()}},
+        {{"name", "dense"}, {"op", "dense"}, {"inputs", {"flatten"}}, {"shape", {200}},
+         {"attrs", {{"units", 200}, {"use_bias", false}, {"activation", "linear"}}},
+         {"params", {{"kernel", "dense/kernel"}}}}}},
+      {"outputs", {"dense"}},
+      {"params", {{"conv2d/kernel", {{"shape", {3, 3, 1, 8}}}}, {"conv2d/bias", {{"shape", {8}}}},
+                  {"dense/kernel", {{"shape", {128, 200}}}}}}};
+  // Deterministic, sign-mixed values with a different range per conv filter (per-channel scales differ).
+  std::vector<float> kernel(72), bias(8), dense(128 * 200);
+  for (size_t i = 0; i < kernel.size(); ++i)
+    kernel[i] = 0.05f * static_cast<float>(1 + i % 8) * std::sin(0.7f * static_cast<float>(i) + 0.3f);
+  for (size_t c = 0; c < bias.size(); ++c) bias[c] = 0.02f * static_cast<float>(c) - 0.07f;
+  for (size_t i = 0; i < dense.size(); ++i) dense[i] = 0.1f * std::cos(0.37f * static_cast<float>(i) + 0.1f * static_cast<float>(i % 7));
+  put(m.params, "conv2d/kernel", {3, 3, 1, 8}, kernel);
+  put(m.params, "conv2d/bias", {8}, bias);
+  put(m.params, "dense/kernel", {128, 200}, dense);
+  return m;
+}
+
+template <class T>
+std::vector<T> values_of(Example& e, const std::string& name) {
+  const DLTensor* t = e.find(name);
+  EXPECT_NE(t, nullptr) << name;
+  if (t == nullptr) return {};
+  int64_t n = 1;
+  for (int i = 0; i < t->ndim; ++i) n *= t->shape[i];
+  const T* data = static_cast<const T*>(t->data);
+  return std::vector<T>(data, data + n);
+}
+
+// int8 values × their scales (per channel along the innermost IR axis, or one scale).
+std::vector<float> dequantized(Example& qparams, const json& qgraph, const std::string& name) {
+  const std::vector<int8_t> q = values_of<int8_t>(qparams, name);
+  const auto scales = qgraph["quantization"]["tensors"][name]["scale"].get<std::vector<float>>();
+  std::vector<float> out(q.size());
+  for (size_t i = 0; i < q.size(); ++i) out[i] = static_cast<float>(q[i]) * scales[i % scales.size()];
+  return out;
+}
+
+// The float computation of dynamic_model() with the given (dequantized) weights.
+std::vector<float> dynamic_reference(const std::vector<float>& kernel, const std::vector<float>& bias,
+                                     const std::vector<float>& dense, const std::vector<float>& image) {
+  std::vector<float> conv(8 * 8 * 8);
+  for (int y = 0; y < 8; ++y)
+    for (int x = 0; x < 8; ++x)
+      for (int c = 0; c < 8; ++c) {
+        float acc = bias[static_cast<size_t>(c)];
+        for (int u = 0; u < 3; ++u)
+          for (int v = 0; v < 3; ++v) {
+            const int iy = y + u - 1, ix = x + v - 1;
+            if (iy < 0 || iy >= 8 || ix < 0 || ix >= 8) continue;
+            acc += image[static_cast<size_t>(iy * 8 + ix)] * kernel[static_cast<size_t>((u * 3 + v) * 8 + c)];
+          }
+        conv[static_cast<size_t>((y * 8 + x) * 8 + c)] = std::max(acc, 0.0f);
+      }
+  std::vector<float> pooled(128);
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 4; ++x)
+      for (int c = 0; c < 8; ++c) {
+        float best = -1e30f;
+        for (int u = 0; u < 2; ++u)
+          for (int v = 0; v < 2; ++v) best = std::max(best, conv[static_cast<size_t>(((2 * y + u) * 8 + 2 * x + v) * 8 + c)]);
+        pooled[static_cast<size_t>((y * 4 + x) * 8 + c)] = best;
+      }
+  std::vector<float> out(200, 0.0f);
+  for (size_t o = 0; o < 200; ++o)
+    for (size_t i = 0; i < 128; ++i) out[o] += pooled[i] * dense[i * 200 + o];
+  return out;
+}
+
+std::vector<float> dynamic_image() {
+  std::vector<float> image(64);
+  for (size_t i = 0; i < image.size(); ++i) image[i] = static_cast<float>((i * 29) % 64) / 63.0f;
+  return image;
+}
+
+TEST(TfliteExporter, DynamicRangeWritesInt8KernelsAndFloatEverythingElse) {
+  ramjet::test::TempDir tmp;
+  Plugin plugin(json{{"mode", "dynamic_range"}});
+  DynamicModel m = dynamic_model();
+  Example qparams;
+  json qgraph;
+  const Status q = plugin.quantize(m.graph, m.params, qgraph, qparams);  // dynamic range needs no calibration
+  ASSERT_TRUE(q.ok()) << q.message;
+  ASSERT_EQ(qgraph["quantization"]["mode"], "dynamic_range");
+  const fs::path path = tmp / "dynamic.tflite";
+  const Status s = plugin.export_model(qgraph, qparams, path);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_FALSE(fs::exists(tmp / "dynamic.tflite.tmp"));
+
+  const json model = decode(path, tmp);
+  EXPECT_EQ(operator_names(model), (std::vector<std::string>{"CONV_2D", "MAX_POOL_2D", "RESHAPE", "FULLY_CONNECTED"}));
+  // Hybrid kernels: per-channel CONV_2D 5, FULLY_CONNECTED with asymmetric input quantization 9; float ops 1.
+  const std::map<std::string, int> versions = {{"CONV_2D", 5}, {"MAX_POOL_2D", 1}, {"RESHAPE", 1}, {"FULLY_CONNECTED", 9}};
+  for (const auto& code : model["operator_codes"]) EXPECT_EQ(code["version"], versions.at(code["builtin_code"])) << code.dump();
+  const json& ops = model["subgraphs"][0]["operators"];
+  EXPECT_EQ(ops[0]["builtin_options"]["fused_activation_function"], "RELU");
+  EXPECT_EQ(ops[3]["builtin_options"]["asymmetric_quantize_inputs"], true);
+  ASSERT_EQ(ops[3]["inputs"].size(), 3u);  // a zero float bias for the bias-less dense
+
+  for (const auto& t : model["subgraphs"][0]["tensors"]) {
+    const std::string name = t["name"];
+    if (name == "conv2d/kernel" || name == "dense/kernel") {
+      EXPECT_EQ(t["type"], "INT8") << name;
+    } else {
+      EXPECT_EQ(t["type"], name == "flatten/shape" ? "INT32" : "FLOAT32") << name;
+      const bool quantized = t.contains("quantization") && !t["quantization"].value("scale", json::array()).empty();
+      EXPECT_FALSE(quantized) << name << " carries quantization parameters";
+    }
+  }
+  const json& kernel = tensor_named(model, "conv2d/kernel");  // OHWI, per channel on axis 0
+  EXPECT_EQ(kernel["shape"], json({8, 3, 3, 1}));
+  EXPECT_EQ(kernel["quantization"]["quantized_dimension"], 0);
+  EXPECT_EQ(kernel["quantization"]["scale"].size(), 8u);
+  EXPECT_EQ(kernel["quantization"]["zero_point"], json(std::vector<int>(8, 0)));
+  const json& dense = tensor_named(model, "dense/kernel");  // [out, in], per tensor
+  EXPECT_EQ(dense["shape"], json({200, 128}));
+  EXPECT_EQ(dense["quantization"]["scale"].size(), 1u);
+  EXPECT_EQ(dense["quantization"]["zero_point"], json({0}));
+  const json& dense_bias = tensor_named(model, "dense/bias");
+  const auto bias_bytes = model["buffers"][dense_bias["buffer"].get<size_t>()]["data"].get<std::vector<uint8_t>>();
+  EXPECT_EQ(bias_bytes, std::vector<uint8_t>(200 * sizeof(float), 0));
+  EXPECT_EQ(tensor_named(model, "image")["shape_signature"], json({-1, 8, 8, 1}));
+  EXPECT_EQ(tensor_named(model, "dense")["shape"], json({1, 200}));
+  ASSERT_EQ(model["metadata"].size(), 1u);
+  EXPECT_EQ(model["metadata"][0]["name"], "ramjet_qgraph");
+
+  // Weights-only int8 is about a quarter of the float weights, the qgraph metadata and float biases included.
+  const double float_weight_bytes = (72 + 8 + 128 * 200) * sizeof(float);
+  EXPECT_LE(static_cast<double>(fs::file_size(path)), 0.30 * float_weight_bytes) << fs::file_size(path) << " bytes";
+}
+
+TEST(TfliteExporter, LiteRtRunsTheDynamicRangeModelCloseToTheFloatReference) {
+  ramjet::test::TempDir tmp;
+  Plugin plugin(json{{"mode", "dynamic_range"}});
+  DynamicModel m = dynamic_model();
+  Example qparams;
+  json qgraph;
+  ASSERT_TRUE(plugin.quantize(m.graph, m.params, qgraph, qparams).ok());
+  const fs::path path = tmp / "dynamic.tflite";
+  ASSERT_TRUE(plugin.export_model(qgraph, qparams, path).ok());
+  const std::vector<float> image = dynamic_image();
+  const auto result = run_litert(path, std::vector<double>(image.begin(), image.end()), 2, tmp);
+  if (!result) GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << litert_python() << "; ./dev bench installs it";
+  EXPECT_EQ((*result)["input_dtype"], "<class 'numpy.float32'>");
+  EXPECT_EQ((*result)["output_dtype"], "float32");
+  ASSERT_EQ((*result)["output_shape"], json({2, 200}));
+  // The reference uses the dequantized weights: what is left is LiteRT quantizing the activations on the fly.
+  const std::vector<float> expected = dynamic_reference(dequantized(qparams, qgraph, "conv2d/kernel"),
+                                                        values_of<float>(qparams, "conv2d/bias"),
+                                                        dequantized(qparams, qgraph, "dense/kernel"), image);
+  const auto [lo, hi] = std::minmax_element(expected.begin(), expected.end());
+  const double tolerance = 0.03 * (*hi - *lo);
+  ASSERT_GT(tolerance, 0.0);
+  double worst = 0;
+  for (size_t b = 0; b < 2; ++b)
+    for (size_t i = 0; i < expected.size(); ++i) {
+      const double got = (*result)["output"][b * expected.size() + i].get<double>();
+      worst = std::max(worst, std::abs(got - expected[i]));
+      EXPECT_NEAR(got, expected[i], tolerance) << "example " << b << ", output " << i;
+    }
+  RecordProperty("worst_abs_error", std::to_string(worst));
+}
+
+TEST(TfliteExporter, DynamicRangeDepthwiseGlobalPoolAndSoftmaxRunInLiteRt) {
+  // x [4, 4, 2] → depthwise 3×3 SAME → global_avg_pool → dense (3) → softmax, as the quantizer writes it.
+  json graph = {
+      {"inputs", {{{"name", "x"}, {"shape", {4, 4, 2}}, {"dtype", "float32"}}}},
+      {"nodes",
+       {{{"name", "depthwise"}, {"op", "conv2d"}, {"inputs", {"x"}}, {"shape", {4, 4, 2}},
+         {"attrs", {{"filters", 2}, {"kernel", {3, 3}}, {"strides", {1, 1}}, {"padding", {1, 1, 1, 1}}, {"dilation", {1, 1}},
+                    {"groups", 2}, {"use_bias", false}, {"activation", "relu6"}}},
+         {"params", {{"kernel", "depthwise/kernel"}}}},
+        {{"name", "gap"}, {"op", "global_avg_pool"}, {"inputs", {"depthwise"}}, {"shape", {2}}, {"attrs", json::object()}},
+        {{"name", "dense"}, {"op", "dense"}, {"inputs", {"gap"}}, {"shape", {3}},
+         {"attrs", {{"units", 3}, {"use_bias", true}, {"activation", "linear"}}},
+         {"params", {{"kernel", "dense/kernel"}, {"bias", "dense/bias"}}}},
+        {{"name", "softmax"}, {"op", "softmax"}, {"inputs", {"dense"}}, {"shape", {3}}, {"attrs", json::object()}}}},
+      {"outputs", {"softmax"}},
+      {"params", {{"depthwise/kernel", {{"shape", {3, 3, 1, 2}}}}, {"dense/kernel", {{"shape", {2, 3}}}}, {"dense/bias", {{"shape", {3}}}}}}};
+  Example params, qparams;
+  std::vector<float> dw(18);
+  for (size_t i = 0; i < dw.size(); ++i) dw[i] = 0.1f * static_cast<float>(static_cast<int>(i % 5) - 2) * (i % 2 ? 2.0f : 1.0f);
+  put(params, "depthwise/kernel", {3, 3, 1, 2}, dw);
+  put(params, "dense/kernel", {2, 3}, std::vector<float>{1.0f, -1.0f, 0.5f, 0.25f, 0.75f, -0.5f});
+  put(params, "dense/bias", {3}, std::vector<float>{0.1f, 0.0f, -0.1f});
+  Plugin plugin(json{{"mode", "dynamic_range"}});
+  json qgraph;
+  const Status q = plugin.quantize(graph, params, qgraph, qparams);
+  ASSERT_TRUE(q.ok()) << q.message;
+  ramjet::test::TempDir tmp;
+  const fs::path path = tmp / "dw.tflite";
+  const Status s = plugin.export_model(qgraph, qparams, path);
+  ASSERT_TRUE(s.ok()) << s.message;
+  const json model = decode(path, tmp);
+  EXPECT_EQ(operator_names(model),
+            (std::vector<std::string>{"DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"}));
+  for (const auto& code : model["operator_codes"])
+    if (code["builtin_code"] == "DEPTHWISE_CONV_2D") {
+      EXPECT_EQ(code["version"], 6);  // hybrid, per channel
+    }
+  const json& kernel = tensor_named(model, "depthwise/kernel");
+  EXPECT_EQ(kernel["type"], "INT8");
+  EXPECT_EQ(kernel["shape"], json({1, 3, 3, 2}));
+  EXPECT_EQ(kernel["quantization"]["quantized_dimension"], 3);
+  EXPECT_EQ(kernel["quantization"]["scale"].size(), 2u);
+  EXPECT_EQ(tensor_named(model, "depthwise/bias")["type"], "FLOAT32");
+  EXPECT_EQ(tensor_named(model, "gap/pool")["type"], "FLOAT32");
+  EXPECT_EQ(tensor_named(model, "softmax")["type"], "FLOAT32");
+
+  std::vector<double> input(32);
+  for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<double>(i % 9) / 8.0;
+  const auto result = run_litert(path, input, 1, tmp);
+  if (!result) GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << litert_python() << "; ./dev bench installs it";
+  ASSERT_EQ((*result)["output_shape"], json({1, 3}));
+  double sum = 0;
+  for (const auto& v : (*result)["output"]) sum += v.get<double>();
+  EXPECT_NEAR(sum, 1.0, 1e-5);
+}
+
+TEST(TfliteExporter, DynamicRangeNamesANodeWithNoTfliteForm) {
+  Plugin plugin(json{{"mode", "dynamic_range"}});
+  DynamicModel m = dynamic_model();
+  m.graph["nodes"].push_back({{"name", "gelu"}, {"op", "activation"}, {"inputs", {"dense"}}, {"shape", {200}},
+                              {"attrs", {{"activation", "gelu"}}}});
+  m.graph["outputs"] = {"gelu"};
+  Example qparams;
+  json qgraph;
+  ASSERT_TRUE(plugin.quantize(m.graph, m.params, qgraph, qparams).ok());
+  ramjet::test::TempDir tmp;
+  const Status s = plugin.export_model(qgraph, qparams, tmp / "gelu.tflite");
+  EXPECT_EQ(s.code, RAMJET_ERR_UNSUPPORTED);
+  EXPECT_NE(s.message.find("layer 'gelu' (op activation)"), std::string::npos) << s.message;
+  EXPECT_FALSE(fs::exists(tmp / "gelu.tflite"));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// exporter "tflite": writes a full-integer qgraph (docs/quantized-graph.md) as a TensorFlow Lite model. The file
+// exporter "tflite": writes a full-integer or dynamic-range qgraph (docs/quantized-graph.md) as a TensorFlow Lite model. The file
 // appears at `path` only when complete (written to path.tmp, flushed, renamed).
 #pragma once
 

@@ -57,10 +57,16 @@ class ModelWriter {
  public:
   ModelWriter(const json& qgraph, ramjet::Example& params) : graph_(qgraph), params_(params) {
     const json& q = graph_.at("quantization");
-    if (q.value("mode", std::string()) != "full_integer")
-      fail("only full_integer qgraphs can be exported (this one is '" + q.value("mode", std::string("?")) + "')");
-    input_type_ = q.value("input_type", std::string("int8"));
-    output_type_ = q.value("output_type", std::string("int8"));
+    const std::string mode = q.value("mode", std::string("?"));
+    if (mode != "full_integer" && mode != "dynamic_range")
+      fail("quantization mode '" + mode + "' cannot be exported (full_integer, dynamic_range)");
+    float_activations_ = mode == "dynamic_range";
+    input_type_ = q.value("input_type", std::string(float_activations_ ? "float32" : "int8"));
+    output_type_ = q.value("output_type", std::string(float_activations_ ? "float32" : "int8"));
+    // Dynamic range keeps every activation float32: there are no activation parameters for another interface.
+    if (float_activations_ && (input_type_ != "float32" || output_type_ != "float32"))
+      fail("a dynamic_range qgraph has a float32 interface only (input_type '" + input_type_ + "', output_type '" +
+           output_type_ + "')");
     buffers_.push_back(tfl::CreateBuffer(fbb_));  // buffer 0: the empty sentinel
   }
 
@@ -106,6 +112,16 @@ class ModelWriter {
     return add_tensor(name, shape, type, 0, q ? quantization(*q, 0, zp_shift) : 0, true);
   }
 
+  // The tensor a graph value lives in: int8 with its parameters (full integer), or float32 (dynamic range).
+  int32_t add_value_tensor(const std::string& name, const Shape& per_example, const std::string& quant_name) {
+    if (float_activations_) return add_activation(name, per_example, tfl::TensorType_FLOAT32, nullptr);
+    const TensorQuant q = quant_of(quant_name);
+    return add_activation(name, per_example, tfl::TensorType_INT8, &q);
+  }
+
+  // Element-wise and pooling ops: version 2 is their int8 kernel, version 1 the float one.
+  int32_t plain_op_version() const { return float_activations_ ? 1 : 2; }
+
   uint32_t opcode(tfl::BuiltinOperator op, int32_t version) {
     for (size_t i = 0; i < opcodes_.size(); ++i)
       if (opcodes_[i].first == op && opcodes_[i].second == version) return static_cast<uint32_t>(i);
@@ -138,13 +154,13 @@ class ModelWriter {
   }
   const Shape& shape_of(const std::string& name) const { return shapes_.at(name); }
 
-  // The int8 tensor a node writes (suffixed when a conversion to the file's output type follows it).
+  // The tensor a node writes: int8 (suffixed when a conversion to the file's output type follows it), or float32
+  // in dynamic range, where the interface needs no conversion.
   int32_t node_output(const json& node) {
     const std::string name = node.at("name");
-    const TensorQuant q = quant_of(name);
-    const bool converted = is_graph_output(graph_, name) && output_type_ != "int8";
+    const bool converted = !float_activations_ && is_graph_output(graph_, name) && output_type_ != "int8";
     const Shape shape = node.at("shape").get<Shape>();
-    const int32_t t = add_activation(converted ? name + "/int8" : name, shape, tfl::TensorType_INT8, &q);
+    const int32_t t = add_value_tensor(converted ? name + "/int8" : name, shape, name);
     values_[name] = t;
     shapes_[name] = shape;
     return t;
@@ -161,13 +177,28 @@ class ModelWriter {
     return ramjet::data_as<T>(*t);
   }
 
+  // int32 in full integer; float32 in dynamic range, where a node without a bias gets `<node>/bias` of zeros (the
+  // contract's rule for full integer too, and the hybrid kernels' usual three inputs).
   int32_t bias_tensor(const json& node, int64_t channels) {
+    if (float_activations_) return float_bias_tensor(node, channels);
     const std::string name = node.at("params").at("bias");
     const TensorQuant q = quant_of(name);
     if (q.dtype != "int32") fail(describe(node) + ": bias '" + name + "' must be int32");
     const int32_t* data = param_data<int32_t>(name, node, static_cast<size_t>(channels));
     const uint32_t buffer = add_buffer(data, static_cast<size_t>(channels) * sizeof(int32_t));
     return add_tensor(name, {channels}, tfl::TensorType_INT32, buffer, quantization(q, 0), false);
+  }
+
+  int32_t float_bias_tensor(const json& node, int64_t channels) {
+    std::vector<float> values(static_cast<size_t>(channels), 0.0f);
+    std::string name = node.at("name").get<std::string>() + "/bias";
+    if (node.contains("params") && node.at("params").contains("bias")) {
+      name = node.at("params").at("bias");
+      const float* data = param_data<float>(name, node, values.size());
+      std::copy(data, data + channels, values.begin());
+    }
+    const uint32_t buffer = add_buffer(values.data(), values.size() * sizeof(float));
+    return add_tensor(name, {channels}, tfl::TensorType_FLOAT32, buffer, 0, false);
   }
 
   int32_t int32_constant(const std::string& name, const std::vector<int32_t>& values) {
@@ -180,8 +211,13 @@ class ModelWriter {
   void add_input(const json& input) {
     const std::string name = input.at("name");
     const Shape shape = input.at("shape").get<Shape>();
-    const TensorQuant q = quant_of(name);
     shapes_[name] = shape;
+    if (float_activations_) {
+      values_[name] = add_activation(name, shape, tfl::TensorType_FLOAT32, nullptr);
+      inputs_.push_back(values_[name]);
+      return;
+    }
+    const TensorQuant q = quant_of(name);
     if (input_type_ == "int8") {
       values_[name] = add_activation(name, shape, tfl::TensorType_INT8, &q);
       inputs_.push_back(values_[name]);
@@ -199,7 +235,7 @@ class ModelWriter {
   void add_output(const std::string& name) {
     auto it = values_.find(name);
     if (it == values_.end()) fail("graph output '" + name + "' is not produced by any node");
-    if (output_type_ == "int8") {
+    if (float_activations_ || output_type_ == "int8") {
       outputs_.push_back(it->second);
       return;
     }
@@ -230,7 +266,7 @@ class ModelWriter {
     else if (op == "add") add(node);
     else if (op == "concat") concat(node);
     else if (op == "activation") activation(node);
-    else fail(describe(node) + " has no TFLite int8 form");
+    else fail(describe(node) + (float_activations_ ? " has no TFLite form here" : " has no TFLite int8 form"));
   }
 
   void conv2d(const json& node) {
@@ -242,7 +278,7 @@ class ModelWriter {
     const bool depthwise = groups > 1 && groups == in.at(2) && k[2] == 1;
     if (groups > 1 && !depthwise)
       fail(describe(node) + ": grouped convolution (groups=" + std::to_string(groups) + ") has no TFLite form");
-    TensorQuant kq = quant_of(kernel_name);
+    const TensorQuant kq = kernel_quant(node, kernel_name);
     if (kq.scale.size() > 1 && kq.axis != 3) fail(describe(node) + ": per-channel kernel scales must be on IR axis 3");
     const int8_t* w = param_data<int8_t>(kernel_name, node, static_cast<size_t>(product(k)));
     const int64_t kh = k[0], kw = k[1], ci = k[2], co = k[3];
@@ -268,20 +304,27 @@ class ModelWriter {
     const int32_t y = node_output(node);
     const auto sh = static_cast<int32_t>(strides.first), sw = static_cast<int32_t>(strides.second);
     const auto dh = static_cast<int32_t>(dilation.first), dw = static_cast<int32_t>(dilation.second);
+    // Hybrid kernels (float input, int8 weights) have versions of their own: per channel 6 (depthwise) and 5
+    // (conv), per tensor 4 and 2 (TFLite's op version table, which calls it per channel when there is one scale
+    // per output channel). The per-channel conv hybrid kernel quantizes its input asymmetrically by itself;
+    // Conv2DOptions has no field for it.
+    const bool per_channel = static_cast<int64_t>(kq.scale.size()) == co;
     if (depthwise) {
+      const int32_t version = float_activations_ ? (per_channel ? 6 : 4) : 3;
       const auto options = tfl::CreateDepthwiseConv2DOptions(fbb_, padding, sw, sh, static_cast<int32_t>(co / in[2]), act, dw, dh);
-      add_op(tfl::BuiltinOperator_DEPTHWISE_CONV_2D, 3, {x, weights, bias}, {y},
+      add_op(tfl::BuiltinOperator_DEPTHWISE_CONV_2D, version, {x, weights, bias}, {y},
              tfl::BuiltinOptions_DepthwiseConv2DOptions, options.Union());
     } else {
+      const int32_t version = float_activations_ ? (per_channel ? 5 : 2) : 3;
       const auto options = tfl::CreateConv2DOptions(fbb_, padding, sw, sh, act, dw, dh);
-      add_op(tfl::BuiltinOperator_CONV_2D, 3, {x, weights, bias}, {y}, tfl::BuiltinOptions_Conv2DOptions, options.Union());
+      add_op(tfl::BuiltinOperator_CONV_2D, version, {x, weights, bias}, {y}, tfl::BuiltinOptions_Conv2DOptions, options.Union());
     }
   }
 
   void dense(const json& node) {
     const std::string kernel_name = node.at("params").at("kernel");
     const Shape k = graph_.at("params").at(kernel_name).at("shape").get<Shape>();  // [in, out]
-    const TensorQuant kq = quant_of(kernel_name);
+    const TensorQuant kq = kernel_quant(node, kernel_name);
     if (kq.scale.size() != 1) fail(describe(node) + ": FullyConnected weights must be quantized per tensor");
     const int8_t* w = param_data<int8_t>(kernel_name, node, static_cast<size_t>(product(k)));
     const int64_t in = k[0], out = k[1];
@@ -294,9 +337,18 @@ class ModelWriter {
     const int32_t x = value(node, 0);
     const auto act = fused_activation(node);
     const int32_t y = node_output(node);
-    const auto options = tfl::CreateFullyConnectedOptions(fbb_, act);
-    add_op(tfl::BuiltinOperator_FULLY_CONNECTED, 4, {x, weights, bias}, {y}, tfl::BuiltinOptions_FullyConnectedOptions,
-           options.Union());
+    // Hybrid: quantize each input row asymmetrically (as TensorFlow's converter asks; after a relu a symmetric
+    // scale would waste half the int8 range), FULLY_CONNECTED version 9 for that scheme.
+    const auto options = tfl::CreateFullyConnectedOptions(fbb_, act, tfl::FullyConnectedOptionsWeightsFormat_DEFAULT,
+                                                          false, float_activations_);
+    add_op(tfl::BuiltinOperator_FULLY_CONNECTED, float_activations_ ? 9 : 4, {x, weights, bias}, {y},
+           tfl::BuiltinOptions_FullyConnectedOptions, options.Union());
+  }
+
+  TensorQuant kernel_quant(const json& node, const std::string& kernel_name) const {
+    TensorQuant q = quant_of(kernel_name);
+    if (q.dtype != "int8") fail(describe(node) + ": kernel '" + kernel_name + "' must be int8");
+    return q;
   }
 
   void pool(const json& node) {
@@ -310,7 +362,7 @@ class ModelWriter {
                                                   static_cast<int32_t>(strides.first), static_cast<int32_t>(window.second),
                                                   static_cast<int32_t>(window.first));
     const bool max = node.at("op") == "max_pool";
-    add_op(max ? tfl::BuiltinOperator_MAX_POOL_2D : tfl::BuiltinOperator_AVERAGE_POOL_2D, 2, {x}, {y},
+    add_op(max ? tfl::BuiltinOperator_MAX_POOL_2D : tfl::BuiltinOperator_AVERAGE_POOL_2D, plain_op_version(), {x}, {y},
            tfl::BuiltinOptions_Pool2DOptions, options.Union());
   }
 
@@ -320,13 +372,12 @@ class ModelWriter {
     const std::string name = node.at("name");
     const Shape& in = shape_of(node.at("inputs").at(0));
     if (in.size() != 3) fail(describe(node) + ": needs an [H, W, C] input, got " + shape_text(in));
-    const TensorQuant q = quant_of(name);
     const int32_t x = value(node, 0);
-    const int32_t pooled = add_activation(name + "/pool", {1, 1, in[2]}, tfl::TensorType_INT8, &q);
+    const int32_t pooled = add_value_tensor(name + "/pool", {1, 1, in[2]}, name);
     const auto h = static_cast<int32_t>(in[0]), w = static_cast<int32_t>(in[1]);
     const auto options = tfl::CreatePool2DOptions(fbb_, tfl::Padding_VALID, 1, 1, w, h);
     const bool max = node.at("op") == "global_max_pool";
-    add_op(max ? tfl::BuiltinOperator_MAX_POOL_2D : tfl::BuiltinOperator_AVERAGE_POOL_2D, 2, {x},
+    add_op(max ? tfl::BuiltinOperator_MAX_POOL_2D : tfl::BuiltinOperator_AVERAGE_POOL_2D, plain_op_version(), {x},
            {pooled}, tfl::BuiltinOptions_Pool2DOptions, options.Union());
     reshape_to(node, pooled, node.at("shape").get<Shape>());
   }
@@ -346,7 +397,7 @@ class ModelWriter {
   void softmax(const json& node) {
     const int32_t x = value(node, 0);
     const int32_t y = node_output(node);
-    add_op(tfl::BuiltinOperator_SOFTMAX, 2, {x}, {y}, tfl::BuiltinOptions_SoftmaxOptions,
+    add_op(tfl::BuiltinOperator_SOFTMAX, plain_op_version(), {x}, {y}, tfl::BuiltinOptions_SoftmaxOptions,
            tfl::CreateSoftmaxOptions(fbb_, 1.0f).Union());
   }
 
@@ -355,12 +406,23 @@ class ModelWriter {
     const int32_t a = value(node, 0), b = value(node, 1);
     const auto act = fused_activation(node);
     const int32_t y = node_output(node);
-    add_op(tfl::BuiltinOperator_ADD, 2, {a, b}, {y}, tfl::BuiltinOptions_AddOptions, tfl::CreateAddOptions(fbb_, act).Union());
+    add_op(tfl::BuiltinOperator_ADD, plain_op_version(), {a, b}, {y}, tfl::BuiltinOptions_AddOptions,
+           tfl::CreateAddOptions(fbb_, act).Union());
   }
 
-  // TFLite's int8 CONCATENATION wants every input on the output's parameters: requantize the others first.
+  // TFLite's int8 CONCATENATION wants every input on the output's parameters: requantize the others first (float
+  // inputs in dynamic range go in as they are).
   void concat(const json& node) {
     const std::string name = node.at("name");
+    const Shape shape = node.at("shape").get<Shape>();
+    const auto options = tfl::CreateConcatenationOptions(fbb_, static_cast<int32_t>(shape.size()));  // last axis, batch included
+    if (float_activations_) {
+      std::vector<int32_t> inputs;
+      for (size_t i = 0; i < node.at("inputs").size(); ++i) inputs.push_back(value(node, i));
+      const int32_t y = node_output(node);
+      add_op(tfl::BuiltinOperator_CONCATENATION, 1, inputs, {y}, tfl::BuiltinOptions_ConcatenationOptions, options.Union());
+      return;
+    }
     const TensorQuant out_q = quant_of(name);
     std::vector<int32_t> inputs;
     for (size_t i = 0; i < node.at("inputs").size(); ++i) {
@@ -375,18 +437,16 @@ class ModelWriter {
       }
       inputs.push_back(t);
     }
-    const Shape shape = node.at("shape").get<Shape>();
     const int32_t y = node_output(node);
-    const auto options = tfl::CreateConcatenationOptions(fbb_, static_cast<int32_t>(shape.size()));  // last axis, batch included
     add_op(tfl::BuiltinOperator_CONCATENATION, 2, inputs, {y}, tfl::BuiltinOptions_ConcatenationOptions, options.Union());
   }
 
   void activation(const json& node) {
     const std::string a = activation_of(node);
-    if (a != "relu" && a != "relu6") fail(describe(node) + ": activation '" + a + "' has no TFLite int8 form here");
+    if (a != "relu" && a != "relu6") fail(describe(node) + ": activation '" + a + "' has no TFLite form here");
     const int32_t x = value(node, 0);
     const int32_t y = node_output(node);
-    add_op(a == "relu" ? tfl::BuiltinOperator_RELU : tfl::BuiltinOperator_RELU6, 2, {x}, {y});
+    add_op(a == "relu" ? tfl::BuiltinOperator_RELU : tfl::BuiltinOperator_RELU6, plain_op_version(), {x}, {y});
   }
 
   // ---- the model ------------------------------------------------------------------------------------------
@@ -403,8 +463,8 @@ class ModelWriter {
     std::vector<Offset<tfl::SubGraph>> subgraphs{
         tfl::CreateSubGraphDirect(fbb_, &tensors_, &inputs_, &outputs_, &operators_, "main")};
     std::vector<Offset<tfl::Metadata>> metadata{tfl::CreateMetadataDirect(fbb_, "ramjet_qgraph", metadata_buffer)};
-    const auto model = tfl::CreateModelDirect(fbb_, 3, &codes, &subgraphs, "ramjet int8 export", &buffers_, nullptr,
-                                              &metadata);
+    const char* description = float_activations_ ? "ramjet dynamic-range int8 export" : "ramjet int8 export";
+    const auto model = tfl::CreateModelDirect(fbb_, 3, &codes, &subgraphs, description, &buffers_, nullptr, &metadata);
     tfl::FinishModelBuffer(fbb_, model);
     flatbuffers::Verifier verifier(fbb_.GetBufferPointer(), fbb_.GetSize());
     if (!tfl::VerifyModelBuffer(verifier))
@@ -414,6 +474,7 @@ class ModelWriter {
 
   const json& graph_;
   ramjet::Example& params_;
+  bool float_activations_ = false;  // dynamic range: float32 activations, int8 conv/dense weights only
   std::string input_type_, output_type_;
   flatbuffers::FlatBufferBuilder fbb_{1 << 16};
   std::vector<Offset<tfl::Buffer>> buffers_;
@@ -421,7 +482,7 @@ class ModelWriter {
   std::vector<Offset<tfl::Operator>> operators_;
   std::vector<std::pair<tfl::BuiltinOperator, int32_t>> opcodes_;
   std::vector<int32_t> inputs_, outputs_;
-  std::map<std::string, int32_t> values_;  // graph value → its int8 tensor
+  std::map<std::string, int32_t> values_;  // graph value → the tensor it lives in
   std::map<std::string, Shape> shapes_;    // graph value → per-example shape
 };
 
