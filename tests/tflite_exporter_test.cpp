@@ -274,7 +274,7 @@ TEST(TfliteExporter, FlatcDecodesOperatorsTensorsAndQuantization) {
   const json& kernel = tensor_named(model, "conv2d/kernel");  // OHWI, per channel on axis 0
   EXPECT_EQ(kernel["type"], "INT8");
   EXPECT_EQ(kernel["shape"], json({2, 3, 3, 1}));
-  EXPECT_EQ(kernel["quantization"]["quantized_dimension"], 0);
+  EXPECT_EQ(kernel["quantization"].value("quantized_dimension", 0), 0);
   ASSERT_EQ(kernel["quantization"]["scale"].size(), 2u);
   EXPECT_NEAR(kernel["quantization"]["scale"][1].get<float>(), 0.006f, 1e-8f);
   // OHWI: output channel 1's first value is HWIO element [0][0][0][1].
@@ -491,7 +491,7 @@ TEST(TfliteExporter, QuantizerOutputWithDepthwiseGlobalPoolAndSoftmaxRunsInLiteR
             (std::vector<std::string>{"DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"}));
   const json& kernel = tensor_named(model, "depthwise/kernel");
   EXPECT_EQ(kernel["shape"], json({1, 3, 3, 2}));
-  EXPECT_EQ(kernel["quantization"]["quantized_dimension"], 3);
+  EXPECT_EQ(kernel["quantization"].value("quantized_dimension", 0), 3);
   EXPECT_EQ(model["subgraphs"][0]["operators"][0]["builtin_options"]["fused_activation_function"], "RELU6");
 
   std::vector<double> input(32);
@@ -628,16 +628,17 @@ TEST(TfliteExporter, DynamicRangeWritesInt8KernelsAndFloatEverythingElse) {
   for (const auto& t : model["subgraphs"][0]["tensors"]) {
     const std::string name = t["name"];
     if (name == "conv2d/kernel" || name == "dense/kernel") {
-      EXPECT_EQ(t["type"], "INT8") << name;
+      EXPECT_EQ(t.value("type", std::string("FLOAT32")), "INT8") << name;
     } else {
-      EXPECT_EQ(t["type"], name == "flatten/shape" ? "INT32" : "FLOAT32") << name;
+      // flatc leaves out fields at their default (FLOAT32 is type 0) unless asked for them.
+      EXPECT_EQ(t.value("type", std::string("FLOAT32")), name == "flatten/shape" ? "INT32" : "FLOAT32") << name;
       const bool quantized = t.contains("quantization") && !t["quantization"].value("scale", json::array()).empty();
       EXPECT_FALSE(quantized) << name << " carries quantization parameters";
     }
   }
   const json& kernel = tensor_named(model, "conv2d/kernel");  // OHWI, per channel on axis 0
   EXPECT_EQ(kernel["shape"], json({8, 3, 3, 1}));
-  EXPECT_EQ(kernel["quantization"]["quantized_dimension"], 0);
+  EXPECT_EQ(kernel["quantization"].value("quantized_dimension", 0), 0);
   EXPECT_EQ(kernel["quantization"]["scale"].size(), 8u);
   EXPECT_EQ(kernel["quantization"]["zero_point"], json(std::vector<int>(8, 0)));
   const json& dense = tensor_named(model, "dense/kernel");  // [out, in], per tensor
@@ -729,7 +730,7 @@ TEST(TfliteExporter, DynamicRangeDepthwiseGlobalPoolAndSoftmaxRunInLiteRt) {
   const json& kernel = tensor_named(model, "depthwise/kernel");
   EXPECT_EQ(kernel["type"], "INT8");
   EXPECT_EQ(kernel["shape"], json({1, 3, 3, 2}));
-  EXPECT_EQ(kernel["quantization"]["quantized_dimension"], 3);
+  EXPECT_EQ(kernel["quantization"].value("quantized_dimension", 0), 3);
   EXPECT_EQ(kernel["quantization"]["scale"].size(), 2u);
   EXPECT_EQ(tensor_named(model, "depthwise/bias")["type"], "FLOAT32");
   EXPECT_EQ(tensor_named(model, "gap/pool")["type"], "FLOAT32");
