@@ -574,6 +574,35 @@ TEST(OnednnInt8, ResidualAddMatchesTfliteFixedPointExactly) {
   expect_matches(h, m, "sum", 4);
 }
 
+// Few input values per kernel row take the backend's small-convolution kernel (AVX-512 VNNI CPUs): here with an
+// input zero point other than -128 (a linear 1x1 convolution's output), SAME-style padding that must read that
+// zero point, 20 filters (a partial block of 16 lanes) and a max pool fused over its output that drops the last
+// row and column.
+TEST(OnednnInt8, SmallConvWithAZeroPointPaddingAndAFusedPoolMatchesTheIntegerReference) {
+  QModel m(3, 41);
+  m.input("image", {9, 9, 2});
+  m.conv("mix", "image", 3, 1, 1, {0, 0, 0, 0}, 1, "linear");
+  ASSERT_NE(m.value("mix").zp, -128) << "the test needs a non-trivial zero point";
+  m.conv("conv", "mix", 20, 3, 1, {1, 1, 1, 1}, 1, "relu");
+  m.max_pool("pool", "conv", 2);
+  Harness h;
+  compile_and_load(h, m, "pool", 3);
+  expect_matches(h, m, "pool", 3);
+  Harness unfused;  // the convolution's output is a graph output: nothing is fused
+  compile_and_load(unfused, m, "conv", 3);
+  expect_matches(unfused, m, "conv", 3);
+}
+
+// Strides, relu6 and 40 filters (three blocks of lanes) on a one-channel image, the first layer's usual shape.
+TEST(OnednnInt8, StridedSmallConvWithRelu6MatchesTheIntegerReference) {
+  QModel m(4, 43);
+  m.input("image", {11, 11, 1});
+  m.conv("conv", "image", 40, 3, 2, {0, 1, 0, 1}, 1, "relu6");
+  Harness h;
+  compile_and_load(h, m, "conv", 4);
+  expect_matches(h, m, "conv", 4);
+}
+
 TEST(OnednnInt8, AParameterOfTheWrongDtypeIsAClearErrorNamingIt) {
   const QModel m = small_cnn(2);
   Harness h;

@@ -13,6 +13,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 
 namespace onednn::int8 {
 
@@ -34,8 +35,9 @@ class QStep {
 
 class QBuilder {
  public:
-  QBuilder(const dnnl::engine& engine, int64_t batch, const QuantTable& quant, const QParamStore& params)
-      : engine_(engine), batch_(batch), quant_(quant), params_(params) {}
+  QBuilder(const Graph& graph, const dnnl::engine& engine, int64_t batch, const QuantTable& quant,
+           const QParamStore& params)
+      : graph_(graph), engine_(engine), batch_(batch), quant_(quant), params_(params) {}
 
   const dnnl::engine& engine() const { return engine_; }
   int64_t batch() const { return batch_; }
@@ -53,6 +55,13 @@ class QBuilder {
   dnnl::memory canonical(QValue& v);
 
   void add(std::unique_ptr<QStep> step) { steps_.push_back(std::move(step)); }
+
+  // Fusion: the node that alone reads `value` (null when none or several do, or the graph outputs it). A step
+  // that computes that node too absorbs it, and the plan then skips the node's own factory.
+  const NodeSpec* sole_reader(const std::string& value) const;
+  void absorb(const NodeSpec& node) { absorbed_.insert(node.name); }
+  bool absorbed(const NodeSpec& node) const { return absorbed_.count(node.name) != 0; }
+
   // Primitives share one scratchpad: they run one at a time.
   dnnl::primitive_attr attr() const;
   template <class PrimitiveDesc>
@@ -67,6 +76,7 @@ class QBuilder {
   const std::vector<Args*>& scratchpad_users() const { return scratchpad_users_; }
 
  private:
+  const Graph& graph_;
   dnnl::engine engine_;
   int64_t batch_;
   const QuantTable& quant_;
@@ -76,6 +86,7 @@ class QBuilder {
   std::vector<std::unique_ptr<QStep>> steps_;
   size_t scratchpad_bytes_ = 0;
   std::vector<Args*> scratchpad_users_;
+  std::set<std::string> absorbed_;
 };
 
 // Builds one node: defines its output value and adds its steps.

@@ -5,6 +5,7 @@
 // convolution whose input zero point is not 0 (u8 domain) hands it to oneDNN, which also gets the padding right.
 #include "../layout.hpp"
 #include "qlayer_util.hpp"
+#include "small_conv.hpp"
 
 #include <algorithm>
 
@@ -169,7 +170,10 @@ class QDense : public WeightedStep {
 
 }  // namespace
 
-void build_conv2d(const NodeSpec& node, QBuilder& b) { b.add(std::make_unique<QConv2D>(node, b)); }
+void build_conv2d(const NodeSpec& node, QBuilder& b) {
+  if (std::unique_ptr<QStep> small = SmallConvStep::try_build(node, b)) return b.add(std::move(small));
+  b.add(std::make_unique<QConv2D>(node, b));
+}
 void build_dense(const NodeSpec& node, QBuilder& b) { b.add(std::make_unique<QDense>(node, b)); }
 
 }  // namespace onednn::int8
