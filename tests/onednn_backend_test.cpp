@@ -5,6 +5,7 @@
 #include "ramjet/core/failure.hpp"
 #include "ramjet/core/host_api.hpp"
 #include "ramjet/core/tensor.hpp"
+#include "onednn_harness.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -20,213 +21,9 @@
 #include <random>
 
 using namespace ramjet::core;
-using nlohmann::json;
-using Shape = std::vector<int64_t>;
+using namespace ramjet::test::cpu_backend;
 
 namespace {
-
-constexpr DLDataType kF32{kDLFloat, 32, 1};
-constexpr DLDataType kI32{kDLInt, 32, 1};
-
-class BackendInstance : public ComponentInstance {
- public:
-  using ComponentInstance::ComponentInstance;
-  const ramjet_backend_vtable& table() const { return vt<ramjet_backend_vtable>(); }
-};
-
-struct Status {
-  ramjet_status code = RAMJET_OK;
-  std::string message;
-  bool ok() const { return code == RAMJET_OK; }
-};
-
-// One backend thread unless a test asks for more: ctest runs tests in parallel, and OpenMP threads that spin-wait
-// at every barrier crawl when two such processes share two cores. The multi-threaded path has its own tests.
-const json kOneThread = {{"threads", 1}};
-const json kDefaultThreads = json::object();
-
-// Owns a cpu backend instance and, once compiled, one program. Every call returns its status and message.
-class Harness {
- public:
-  explicit Harness(const json& config = kOneThread) {
-    CreateArgs args;
-    args.config = config;
-    args.where = "test#/train";
-    backend_.emplace(registry_.component(RAMJET_KIND_BACKEND, "cpu"), args);
-  }
-  ~Harness() {
-    if (program_ != nullptr) vt().program_destroy(backend_->self(), program_);
-  }
-  Harness(const Harness&) = delete;
-  Harness& operator=(const Harness&) = delete;
-
-  Status compile(const json& graph, const json& options) {
-    const std::string g = graph.dump(), o = options.dump();
-    return status([&](ramjet_error* e) { return vt().compile(backend_->self(), g.c_str(), o.c_str(), &program_, e); });
-  }
-  Status forward(Example& inputs, Example& outputs, bool training, uint64_t seed = 7) {
-    const ramjet_forward_args args{sizeof(ramjet_forward_args), RAMJET_ABI_VERSION, training ? 1 : 0, 0, seed, 0};
-    return status([&](ramjet_error* e) { return vt().forward(backend_->self(), program_, &args, &inputs, &outputs, e); });
-  }
-  Status backward(float loss_scale = 1.0f, bool accumulate = false, ramjet_grad_ready_fn ready = nullptr,
-                  void* user = nullptr, int32_t* nonfinite = nullptr) {
-    const ramjet_backward_args args{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, loss_scale, accumulate ? 1 : 0,
-                                    ready, user, nonfinite};
-    return status([&](ramjet_error* e) { return vt().backward(backend_->self(), program_, &args, e); });
-  }
-  Status update(int64_t step, float lr, float gradient_scale = 1.0f) {
-    const ramjet_update_args args{sizeof(ramjet_update_args), RAMJET_ABI_VERSION, step, lr, gradient_scale};
-    return status([&](ramjet_error* e) { return vt().optimizer_update(backend_->self(), program_, &args, e); });
-  }
-  Status get_state(const char* which, Example& out) {
-    return status([&](ramjet_error* e) { return vt().get_state(backend_->self(), program_, which, &out, e); });
-  }
-  Status set_state(const char* which, Example& values) {
-    return status([&](ramjet_error* e) { return vt().set_state(backend_->self(), program_, which, &values, e); });
-  }
-  Status set_taps(const json& names, ramjet_tap_fn fn, void* user) {
-    const std::string n = names.dump();
-    return status([&](ramjet_error* e) { return vt().set_taps(backend_->self(), program_, n.c_str(), fn, user, e); });
-  }
-  // get_state as an example of copies (gradients are views that die with the program).
-  Example state(const char* which) {
-    Example view;
-    const Status s = get_state(which, view);
-    EXPECT_TRUE(s.ok()) << s.message;
-    Example copy;
-    for (const auto& e : view.entries) {
-      const DLTensor& t = e.tensor->dl_tensor;
-      auto c = make_tensor(t.dtype, std::span<const int64_t>(t.shape, static_cast<size_t>(t.ndim)));
-      std::memcpy(c->dl_tensor.data, first_byte(t), byte_size(t));
-      copy.set(e.name, std::move(c));
-    }
-    return copy;
-  }
-
- private:
-  const ramjet_backend_vtable& vt() const { return backend_->table(); }
-  template <class F>
-  Status status(F&& call) {
-    ramjet_error error;
-    const ramjet_status code = call(&error);
-    return {code, error.message};
-  }
-
-  PluginRegistry registry_{DiscoveryOptions{{ramjet::test::stock_plugin_dir()}, {}, {}}};
-  std::optional<BackendInstance> backend_;
-  ramjet_program* program_ = nullptr;
-};
-
-// ---- tensors ----------------------------------------------------------------------------------------------
-
-int64_t count_of(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
-void put(Example& e, const std::string& name, const Shape& shape, const std::vector<float>& values) {
-  auto t = make_tensor(kF32, shape);
-  std::copy(values.begin(), values.end(), static_cast<float*>(t->dl_tensor.data));
-  e.set(name, std::move(t));
-}
-
-void put_labels(Example& e, const std::vector<int32_t>& labels, const std::string& name = "label") {
-  const Shape shape{static_cast<int64_t>(labels.size())};
-  auto t = make_tensor(kI32, shape);
-  std::copy(labels.begin(), labels.end(), static_cast<int32_t*>(t->dl_tensor.data));
-  e.set(name, std::move(t));
-}
-
-std::vector<float> values(Example& e, const std::string& name) {
-  const DLTensor* t = e.find(name);
-  if (t == nullptr) {
-    ADD_FAILURE() << "no tensor '" << name << "'";
-    return {};
-  }
-  const float* p = static_cast<const float*>(first_byte(*t));
-  return std::vector<float>(p, p + element_count(*t));
-}
-
-float scalar(Example& e, const char* name) {
-  const DLTensor* t = e.find(name);
-  EXPECT_NE(t, nullptr) << name;
-  return t ? *static_cast<const float*>(first_byte(*t)) : NAN;
-}
-
-std::vector<float> uniform(size_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
-// ---- graphs -----------------------------------------------------------------------------------------------
-
-// Builds graph IR as the core writes it.
-struct Ir {
-  json j = {{"inputs", json::array()}, {"nodes", json::array()}, {"params", json::object()}};
-
-  Ir& input(const std::string& name, const Shape& shape) {
-    j["inputs"].push_back({{"name", name}, {"shape", shape}, {"dtype", "float32"}});
-    return *this;
-  }
-  Ir& node(const std::string& name, const std::string& op, const std::vector<std::string>& inputs, const Shape& shape,
-           const json& attrs = json::object(), const json& params = json::object()) {
-    json n = {{"name", name}, {"op", op}, {"inputs", inputs}, {"shape", shape}, {"attrs", attrs}};
-    if (!params.empty()) n["params"] = params;
-    j["nodes"].push_back(n);
-    return *this;
-  }
-  Ir& param(const std::string& name, const Shape& shape) {
-    j["params"][name] = {{"shape", shape}};
-    return *this;
-  }
-  // conv2d with its kernel [kh, kw, in / groups, filters] and bias; `attrs` needs kernel and filters.
-  Ir& conv(const std::string& name, const std::string& in, int64_t in_channels, const Shape& shape, json attrs) {
-    const int64_t groups = attrs.value("groups", int64_t{1});
-    const auto k = attrs["kernel"].get<Shape>();
-    const int64_t filters = attrs["filters"];
-    const bool bias = attrs.value("use_bias", true);
-    param(name + "/kernel", {k[0], k[1], in_channels / groups, filters});
-    json params = {{"kernel", name + "/kernel"}};
-    if (bias) {
-      param(name + "/bias", {filters});
-      params["bias"] = name + "/bias";
-    }
-    return node(name, "conv2d", {in}, shape, attrs, params);
-  }
-  Ir& dense(const std::string& name, const std::string& in, int64_t features, int64_t units,
-            const std::string& activation = "linear", bool bias = true) {
-    param(name + "/kernel", {features, units});
-    json params = {{"kernel", name + "/kernel"}};
-    if (bias) {
-      param(name + "/bias", {units});
-      params["bias"] = name + "/bias";
-    }
-    return node(name, "dense", {in}, {units}, {{"units", units}, {"use_bias", bias}, {"activation", activation}},
-                params);
-  }
-  json classifier(const std::string& output) {
-    json g = j;
-    g["outputs"] = {output};
-    g["labels"] = {{"name", "label"}, {"dtype", "int32"}};
-    g["loss"] = {{"op", "sparse_softmax_cross_entropy"}, {"input", output}, {"labels", "label"}};
-    return g;
-  }
-  json regression(const std::string& output, const std::string& loss) {
-    json g = j;
-    g["outputs"] = {output};
-    g["labels"] = {{"name", "target"}, {"dtype", "float32"}};
-    g["loss"] = {{"op", loss}, {"input", output}, {"labels", "target"}};
-    return g;
-  }
-  json inference(const std::string& output) {
-    json g = j;
-    g["outputs"] = {output};
-    return g;
-  }
-};
 
 json adam_options(int64_t batch) {
   return {{"batch", batch}, {"precision", "float32"},
@@ -316,19 +113,6 @@ void expect_gradients_match(const json& graph, Example inputs, int64_t batch, co
     EXPECT_LT(std::sqrt(diff2) / scale, c.tolerance)
         << name << ": |backward - finite differences| / |gradient| over " << idx.size() - kinks << " entries";
   }
-}
-
-// A classification batch for a graph whose input is "x".
-Example batch_of(const Shape& shape, int64_t n, int64_t classes, uint32_t seed) {
-  std::mt19937 rng(seed);
-  Example e;
-  Shape full{n};
-  full.insert(full.end(), shape.begin(), shape.end());
-  put(e, "x", full, uniform(static_cast<size_t>(count_of(full)), rng));
-  std::vector<int32_t> labels(static_cast<size_t>(n));
-  for (auto& l : labels) l = static_cast<int32_t>(rng() % static_cast<uint32_t>(classes));
-  put_labels(e, labels);
-  return e;
 }
 
 // ---- naive references (NHWC activations, HWIO kernels) ----------------------------------------------------
@@ -688,26 +472,12 @@ TEST(OnednnGradients, ConcatOfTwoBranches) {
   expect_gradients_match(g, batch_of({5, 5, 2}, 3, 3, 14), 3);
 }
 
-namespace {
-// A batch_norm node as the core writes it: the moving statistics are parameters that do not learn.
-Ir& batch_norm(Ir& ir, const std::string& name, const std::string& in, const Shape& shape) {
-  const int64_t c = shape.back();
-  json params;
-  for (const char* part : {"gamma", "beta", "moving_mean", "moving_variance"}) {
-    ir.param(name + "/" + part, {c});
-    params[part] = name + "/" + part;
-  }
-  return ir.node(name, "batch_norm", {in}, shape,
-                 {{"momentum", 0.9}, {"epsilon", 1e-3}, {"trainable", {"gamma", "beta"}}}, params);
-}
-}  // namespace
-
 TEST(OnednnGradients, BatchNormOnImagesAndVectors) {
   Ir images;
   // No bias before a batch_norm: it would cancel out (a zero gradient proves nothing).
   images.input("x", {5, 5, 2}).conv("c", "x", 2, {5, 5, 4},
                                     {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"use_bias", false}});
-  batch_norm(images, "bn", "c", {5, 5, 4})
+  images.batch_norm("bn", "c", {5, 5, 4})
       .node("act", "activation", {"bn"}, {5, 5, 4}, {{"activation", "tanh"}})
       .node("flat", "flatten", {"act"}, {100})
       .dense("fc", "flat", 100, 3);
@@ -715,14 +485,14 @@ TEST(OnednnGradients, BatchNormOnImagesAndVectors) {
 
   Ir vectors;
   vectors.input("x", {6}).dense("d1", "x", 6, 5, "linear", false);
-  batch_norm(vectors, "bn", "d1", {5}).dense("d2", "bn", 5, 3, "linear");
+  vectors.batch_norm("bn", "d1", {5}).dense("d2", "bn", 5, 3, "linear");
   expect_gradients_match(vectors.classifier("d2"), batch_of({6}, 8, 3, 16), 8);
 }
 
 TEST(OnednnForward, BatchNormUsesMovingStatisticsOutsideTrainingAndUpdatesThemInTraining) {
   Ir ir;
   ir.input("x", {2, 2, 3});
-  const json g = batch_norm(ir, "bn", "x", {2, 2, 3}).inference("bn");
+  const json g = ir.batch_norm("bn", "x", {2, 2, 3}).inference("bn");
   Harness h;
   const Status s = h.compile(g, {{"batch", 2}});
   ASSERT_TRUE(s.ok()) << s.message;
@@ -762,7 +532,7 @@ TEST(OnednnForward, BatchNormUsesMovingStatisticsOutsideTrainingAndUpdatesThemIn
 TEST(OnednnState, MovingStatisticsHaveNoGradientAndNoOptimizerSlots) {
   Ir ir;
   ir.input("x", {4}).dense("d", "x", 4, 3);
-  const json g = batch_norm(ir, "bn", "d", {3}).classifier("bn");
+  const json g = ir.batch_norm("bn", "d", {3}).classifier("bn");
   Harness h;
   ASSERT_TRUE(h.compile(g, adam_options(4)).ok());
   Example params = random_params(g, 18);
@@ -783,23 +553,6 @@ TEST(OnednnState, MovingStatisticsHaveNoGradientAndNoOptimizerSlots) {
 // ---- training ---------------------------------------------------------------------------------------------
 
 namespace {
-
-// Two classes told apart by the image's mean: +0.3 or -0.3 plus uniform noise in [-1, 1].
-Example separable_batch(int64_t n, const Shape& shape, std::mt19937& rng) {
-  Example e;
-  Shape full{n};
-  full.insert(full.end(), shape.begin(), shape.end());
-  const int64_t per = count_of(shape);
-  std::vector<float> x = uniform(static_cast<size_t>(n * per), rng);
-  std::vector<int32_t> labels(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) {
-    labels[static_cast<size_t>(i)] = static_cast<int32_t>(rng() % 2);
-    for (int64_t j = 0; j < per; ++j) x[static_cast<size_t>(i * per + j)] += labels[static_cast<size_t>(i)] ? 0.3f : -0.3f;
-  }
-  put(e, "x", full, x);
-  put_labels(e, labels);
-  return e;
-}
 
 json small_cnn() {
   return Ir()

@@ -6,6 +6,7 @@
 #include "ramjet/core/example.hpp"
 #include "ramjet/core/host_api.hpp"
 #include "ramjet/core/tensor.hpp"
+#include "onednn_harness.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -16,134 +17,15 @@
 #include <random>
 
 using namespace ramjet::core;
-using nlohmann::json;
-using Shape = std::vector<int64_t>;
+using namespace ramjet::test::cpu_backend;
 
 namespace {
 
-constexpr DLDataType kF32{kDLFloat, 32, 1};
-constexpr DLDataType kI32{kDLInt, 32, 1};
 constexpr DLDataType kBF16{kDLBfloat, 16, 1};
 
 bool same_dtype(DLDataType a, DLDataType b) { return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes; }
 
-struct Status {
-  ramjet_status code = RAMJET_OK;
-  std::string message;
-  bool ok() const { return code == RAMJET_OK; }
-};
-
-template <class F>
-Status call(F&& f) {
-  ramjet_error error;
-  const ramjet_status code = f(&error);
-  return {code, error.message};
-}
-
-// One instance of a component of this plugin, with its vtable.
-template <class VTable>
-class Instance : public ComponentInstance {
- public:
-  using ComponentInstance::ComponentInstance;
-  const VTable& table() const { return vt<VTable>(); }
-};
-
-PluginRegistry& registry() {
-  static PluginRegistry r{DiscoveryOptions{{ramjet::test::stock_plugin_dir()}, {}, {}}};
-  return r;
-}
-
-// A cpu backend with one compiled program (one backend thread: ctest runs tests side by side on two cores).
-class Program {
- public:
-  Program() {
-    CreateArgs args;
-    args.config = {{"threads", 1}};
-    args.where = "test#/train";
-    backend_.emplace(registry().component(RAMJET_KIND_BACKEND, "cpu"), args);
-  }
-  ~Program() {
-    if (program_ != nullptr) vt().program_destroy(backend_->self(), program_);
-  }
-  Program(const Program&) = delete;
-  Program& operator=(const Program&) = delete;
-
-  Status compile(const json& graph, const json& options) {
-    const std::string g = graph.dump(), o = options.dump();
-    return call([&](ramjet_error* e) { return vt().compile(backend_->self(), g.c_str(), o.c_str(), &program_, e); });
-  }
-  Status forward(Example& inputs, Example& outputs, bool training, uint64_t seed = 7) {
-    const ramjet_forward_args args{sizeof(ramjet_forward_args), RAMJET_ABI_VERSION, training ? 1 : 0, 0, seed, 0};
-    return call([&](ramjet_error* e) { return vt().forward(backend_->self(), program_, &args, &inputs, &outputs, e); });
-  }
-  Status backward() {
-    const ramjet_backward_args args{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, 1.0f, 0, nullptr, nullptr,
-                                    nullptr};
-    return call([&](ramjet_error* e) { return vt().backward(backend_->self(), program_, &args, e); });
-  }
-  Status update(int64_t step, float lr) {
-    const ramjet_update_args args{sizeof(ramjet_update_args), RAMJET_ABI_VERSION, step, lr, 1.0f};
-    return call([&](ramjet_error* e) { return vt().optimizer_update(backend_->self(), program_, &args, e); });
-  }
-  Status set_state(const char* which, Example& values) {
-    return call([&](ramjet_error* e) { return vt().set_state(backend_->self(), program_, which, &values, e); });
-  }
-  // get_state as copies (gradients are views).
-  Example state(const char* which) {
-    Example view, copy;
-    const Status s = call([&](ramjet_error* e) { return vt().get_state(backend_->self(), program_, which, &view, e); });
-    EXPECT_TRUE(s.ok()) << s.message;
-    for (const auto& entry : view.entries) {
-      const DLTensor& t = entry.tensor->dl_tensor;
-      auto c = make_tensor(t.dtype, std::span<const int64_t>(t.shape, static_cast<size_t>(t.ndim)));
-      std::memcpy(c->dl_tensor.data, first_byte(t), byte_size(t));
-      copy.set(entry.name, std::move(c));
-    }
-    return copy;
-  }
-
- private:
-  const ramjet_backend_vtable& vt() const { return backend_->table(); }
-  std::optional<Instance<ramjet_backend_vtable>> backend_;
-  ramjet_program* program_ = nullptr;
-};
-
-// ---- tensors and graphs -----------------------------------------------------------------------------------
-
-int64_t count_of(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
-std::vector<float> uniform(size_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
-void put(Example& e, const std::string& name, const Shape& shape, const std::vector<float>& values) {
-  auto t = make_tensor(kF32, shape);
-  std::copy(values.begin(), values.end(), static_cast<float*>(t->dl_tensor.data));
-  e.set(name, std::move(t));
-}
-
-std::vector<float> values(Example& e, const std::string& name) {
-  const DLTensor* t = e.find(name);
-  if (t == nullptr) {
-    ADD_FAILURE() << "no tensor '" << name << "'";
-    return {};
-  }
-  const float* p = static_cast<const float*>(first_byte(*t));
-  return std::vector<float>(p, p + element_count(*t));
-}
-
-float scalar(Example& e, const char* name) {
-  const DLTensor* t = e.find(name);
-  EXPECT_NE(t, nullptr) << name;
-  return t ? *static_cast<const float*>(first_byte(*t)) : NAN;
-}
+// ---- comparisons and graphs --------------------------------------------------------------------------------
 
 // |got - want| / |want| over the whole tensor.
 double relative_error(const std::vector<float>& got, const std::vector<float>& want) {
@@ -166,69 +48,6 @@ double share_close(const std::vector<float>& got, const std::vector<float>& want
   return static_cast<double>(close) / std::max<size_t>(want.size(), 1);
 }
 
-// Graph IR as the core writes it (see onednn_backend_test.cpp for the float32 checks of each op).
-struct Ir {
-  json j = {{"inputs", json::array()}, {"nodes", json::array()}, {"params", json::object()}};
-
-  Ir& input(const std::string& name, const Shape& shape) {
-    j["inputs"].push_back({{"name", name}, {"shape", shape}, {"dtype", "float32"}});
-    return *this;
-  }
-  Ir& node(const std::string& name, const std::string& op, const std::vector<std::string>& inputs, const Shape& shape,
-           const json& attrs = json::object(), const json& params = json::object()) {
-    json n = {{"name", name}, {"op", op}, {"inputs", inputs}, {"shape", shape}, {"attrs", attrs}};
-    if (!params.empty()) n["params"] = params;
-    j["nodes"].push_back(n);
-    return *this;
-  }
-  Ir& param(const std::string& name, const Shape& shape) {
-    j["params"][name] = {{"shape", shape}};
-    return *this;
-  }
-  // conv2d and dense with a bias unless attrs say "use_bias": false (before a batch_norm it would cancel out).
-  Ir& conv(const std::string& name, const std::string& in, int64_t in_channels, const Shape& shape, json attrs) {
-    const int64_t groups = attrs.value("groups", int64_t{1});
-    const auto k = attrs["kernel"].get<Shape>();
-    const int64_t filters = attrs["filters"];
-    param(name + "/kernel", {k[0], k[1], in_channels / groups, filters});
-    return node(name, "conv2d", {in}, shape, attrs, weights(name, filters, attrs.value("use_bias", true)));
-  }
-  Ir& dense(const std::string& name, const std::string& in, int64_t features, int64_t units,
-            const std::string& activation = "linear", bool use_bias = true) {
-    param(name + "/kernel", {features, units});
-    return node(name, "dense", {in}, {units}, {{"units", units}, {"activation", activation}, {"use_bias", use_bias}},
-                weights(name, units, use_bias));
-  }
-  json weights(const std::string& name, int64_t outputs, bool use_bias) {
-    json params = {{"kernel", name + "/kernel"}};
-    if (use_bias) {
-      param(name + "/bias", {outputs});
-      params["bias"] = name + "/bias";
-    }
-    return params;
-  }
-  Ir& batch_norm(const std::string& name, const std::string& in, const Shape& shape) {
-    json params;
-    for (const char* part : {"gamma", "beta", "moving_mean", "moving_variance"}) {
-      param(name + "/" + part, {shape.back()});
-      params[part] = name + "/" + part;
-    }
-    return node(name, "batch_norm", {in}, shape, {{"momentum", 0.9}, {"trainable", {"gamma", "beta"}}}, params);
-  }
-  json classifier(const std::string& output) const {
-    json g = j;
-    g["outputs"] = {output};
-    g["loss"] = {{"op", "sparse_softmax_cross_entropy"}, {"input", output}, {"labels", "label"}};
-    return g;
-  }
-  json regression(const std::string& output, const std::string& loss) const {
-    json g = j;
-    g["outputs"] = {output};
-    g["loss"] = {{"op", loss}, {"input", output}, {"labels", "target"}};
-    return g;
-  }
-};
-
 json options(const char* precision, int64_t batch) {
   return {{"batch", batch}, {"precision", precision}, {"optimizer", {{"type", "adam"}}}};
 }
@@ -250,25 +69,6 @@ Example random_params(const json& graph, uint32_t seed) {
     }
     put(e, name, shape, uniform(static_cast<size_t>(count_of(shape)), rng, lo, hi));
   }
-  return e;
-}
-
-// A batch for graph input "x" with labels: class ids, or float targets of `target_shape` for regressions.
-Example batch_of(const Shape& shape, int64_t n, int64_t classes, uint32_t seed, const Shape& target_shape = {}) {
-  std::mt19937 rng(seed);
-  Example e;
-  Shape full{n};
-  full.insert(full.end(), shape.begin(), shape.end());
-  put(e, "x", full, uniform(static_cast<size_t>(count_of(full)), rng));
-  if (!target_shape.empty()) {
-    Shape t{n};
-    t.insert(t.end(), target_shape.begin(), target_shape.end());
-    put(e, "target", t, uniform(static_cast<size_t>(count_of(t)), rng, 0.0f, 1.0f));
-    return e;
-  }
-  auto labels = make_tensor(kI32, Shape{n});
-  for (int64_t i = 0; i < n; ++i) static_cast<int32_t*>(labels->dl_tensor.data)[i] = static_cast<int32_t>(rng() % classes);
-  e.set("label", std::move(labels));
   return e;
 }
 
@@ -398,7 +198,7 @@ class OnednnBf16Layers : public ::testing::TestWithParam<Bf16Case> {};
 TEST_P(OnednnBf16Layers, ForwardAndBackwardAgreeWithFloat32) {
   const Bf16Case& c = GetParam();
   const int64_t batch = 6;
-  Program f32, bf16;
+  Harness f32, bf16;
   Status s = f32.compile(c.graph, options("float32", batch));
   ASSERT_TRUE(s.ok()) << s.message;
   s = bf16.compile(c.graph, options("mixed_bfloat16", batch));
@@ -445,21 +245,6 @@ INSTANTIATE_TEST_SUITE_P(EveryLayerType, OnednnBf16Layers, ::testing::ValuesIn(c
 
 namespace {
 
-// Two classes told apart by the image's mean: +0.3 or -0.3 plus uniform noise.
-Example separable_batch(int64_t n, std::mt19937& rng) {
-  Example e;
-  std::vector<float> x = uniform(static_cast<size_t>(n * 64), rng);
-  auto labels = make_tensor(kI32, Shape{n});
-  for (int64_t i = 0; i < n; ++i) {
-    const int32_t label = static_cast<int32_t>(rng() % 2);
-    static_cast<int32_t*>(labels->dl_tensor.data)[i] = label;
-    for (int64_t j = 0; j < 64; ++j) x[static_cast<size_t>(i * 64 + j)] += label ? 0.3f : -0.3f;
-  }
-  put(e, "x", {n, 8, 8, 1}, x);
-  e.set("label", std::move(labels));
-  return e;
-}
-
 json small_cnn() {
   return Ir()
       .input("x", {8, 8, 1})
@@ -485,7 +270,7 @@ void expect_float32_state(Example& state, const json& graph, const char* which) 
 
 TEST(OnednnBf16Training, SmallCnnLearnsAndTheStateStaysFloat32) {
   const json g = small_cnn();
-  Program p;
+  Harness p;
   Status s = p.compile(g, options("mixed_bfloat16", 32));
   ASSERT_TRUE(s.ok()) << s.message;
   Example params = random_params(g, 3);
@@ -493,7 +278,7 @@ TEST(OnednnBf16Training, SmallCnnLearnsAndTheStateStaysFloat32) {
   std::mt19937 rng(21);
   std::vector<float> losses;
   for (int step = 1; step <= 40; ++step) {
-    Example batch = separable_batch(32, rng), out;
+    Example batch = separable_batch(32, {8, 8, 1}, rng), out;
     ASSERT_TRUE(p.forward(batch, out, true, static_cast<uint64_t>(step)).ok());
     losses.push_back(scalar(out, "loss"));
     ASSERT_TRUE(p.backward().ok());
@@ -503,7 +288,7 @@ TEST(OnednnBf16Training, SmallCnnLearnsAndTheStateStaysFloat32) {
   EXPECT_LT(last, 0.4 * first) << "loss went from " << first << " to " << last;
 
   // The last batch of an epoch gets its own bf16 plan.
-  Example small = separable_batch(10, rng), small_out;
+  Example small = separable_batch(10, {8, 8, 1}, rng), small_out;
   const Status f = p.forward(small, small_out, true, 77);
   ASSERT_TRUE(f.ok()) << f.message;
   EXPECT_EQ(small_out.find("fc")->shape[0], 10);
@@ -519,7 +304,7 @@ TEST(OnednnBf16Training, SmallCnnLearnsAndTheStateStaysFloat32) {
   expect_float32_state(slots, g, "optimizer");
   // One more Adam step of about 1e-6 per weight, far below a bf16 rounding step of a weight near 0.3 (about 1e-3):
   // float32 masters record it, bf16 ones would not.
-  Example batch = separable_batch(32, rng), out;
+  Example batch = separable_batch(32, {8, 8, 1}, rng), out;
   ASSERT_TRUE(p.forward(batch, out, true, 41).ok());
   ASSERT_TRUE(p.backward().ok());
   ASSERT_TRUE(p.update(41, 1e-6f).ok());
@@ -534,13 +319,13 @@ TEST(OnednnBf16Training, UpdatedWeightsReachTheBf16CopiesBeforeTheNextForward) {
   // After an optimizer step, a bf16 forward must use the new float32 masters: a float32 program given those
   // masters computes (nearly) the same outputs.
   const json g = small_cnn();
-  Program bf16, f32;
+  Harness bf16, f32;
   ASSERT_TRUE(bf16.compile(g, options("mixed_bfloat16", 16)).ok());
   ASSERT_TRUE(f32.compile(g, options("float32", 16)).ok());
   Example params = random_params(g, 8);
   ASSERT_TRUE(bf16.set_state("parameters", params).ok());
   std::mt19937 rng(5);
-  Example batch = separable_batch(16, rng), out;
+  Example batch = separable_batch(16, {8, 8, 1}, rng), out;
   for (int step = 1; step <= 3; ++step) {
     ASSERT_TRUE(bf16.forward(batch, out, true).ok());
     ASSERT_TRUE(bf16.backward().ok());
@@ -557,12 +342,12 @@ TEST(OnednnBf16Training, UpdatedWeightsReachTheBf16CopiesBeforeTheNextForward) {
 
 TEST(OnednnBf16Options, MixedFloat16AndPureBfloat16AreRefused) {
   for (const char* precision : {"mixed_float16", "bfloat16", "float64"}) {
-    Program p;
+    Harness p;
     const Status s = p.compile(small_cnn(), options(precision, 4));
     EXPECT_EQ(s.code, RAMJET_ERR_UNSUPPORTED) << precision;
     EXPECT_NE(s.message.find(precision), std::string::npos) << s.message;
   }
-  Program p;
+  Harness p;
   const Status s = p.compile(small_cnn(), options("mixed_float16", 4));
   EXPECT_NE(s.message.find("GPU"), std::string::npos) << "say where float16 runs: " << s.message;
 }
@@ -570,6 +355,11 @@ TEST(OnednnBf16Options, MixedFloat16AndPureBfloat16AreRefused) {
 // ---- the precision_policy component -----------------------------------------------------------------------
 
 namespace {
+
+PluginRegistry& registry() {
+  static PluginRegistry r{DiscoveryOptions{{ramjet::test::stock_plugin_dir()}, {}, {}}};
+  return r;
+}
 
 class Policy {
  public:

@@ -6,6 +6,7 @@
 #include "ramjet/core/example.hpp"
 #include "ramjet/core/host_api.hpp"
 #include "ramjet/core/tensor.hpp"
+#include "onednn_harness.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -22,102 +23,11 @@
 #include <random>
 
 using namespace ramjet::core;
-using nlohmann::json;
-using Shape = std::vector<int64_t>;
+using namespace ramjet::test::cpu_backend;
 
 namespace {
 
-constexpr DLDataType kF32{kDLFloat, 32, 1};
 constexpr DLDataType kI8{kDLInt, 8, 1};
-constexpr DLDataType kI32{kDLInt, 32, 1};
-
-int64_t count_of(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s) n *= d;
-  return n;
-}
-
-// ---- the backend through the ABI ---------------------------------------------------------------------------
-
-class BackendInstance : public ComponentInstance {
- public:
-  using ComponentInstance::ComponentInstance;
-  const ramjet_backend_vtable& table() const { return vt<ramjet_backend_vtable>(); }
-};
-
-struct Status {
-  ramjet_status code = RAMJET_OK;
-  std::string message;
-  bool ok() const { return code == RAMJET_OK; }
-};
-
-class Harness {
- public:
-  explicit Harness(const json& config = {{"threads", 1}}) {
-    CreateArgs args;
-    args.config = config;
-    args.where = "test#/train";
-    backend_.emplace(registry_.component(RAMJET_KIND_BACKEND, "cpu"), args);
-  }
-  ~Harness() {
-    if (program_ != nullptr) vt().program_destroy(backend_->self(), program_);
-  }
-  Harness(const Harness&) = delete;
-  Harness& operator=(const Harness&) = delete;
-
-  Status compile(const json& graph, const json& options) {
-    const std::string g = graph.dump(), o = options.dump();
-    return status([&](ramjet_error* e) { return vt().compile(backend_->self(), g.c_str(), o.c_str(), &program_, e); });
-  }
-  Status forward(Example& inputs, Example& outputs) {
-    const ramjet_forward_args args{sizeof(ramjet_forward_args), RAMJET_ABI_VERSION, 0, 0, 7, 0};
-    return status([&](ramjet_error* e) { return vt().forward(backend_->self(), program_, &args, &inputs, &outputs, e); });
-  }
-  Status backward() {
-    const ramjet_backward_args args{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, 1.0f, 0, nullptr, nullptr, nullptr};
-    return status([&](ramjet_error* e) { return vt().backward(backend_->self(), program_, &args, e); });
-  }
-  Status update() {
-    const ramjet_update_args args{sizeof(ramjet_update_args), RAMJET_ABI_VERSION, 1, 0.01f, 1.0f};
-    return status([&](ramjet_error* e) { return vt().optimizer_update(backend_->self(), program_, &args, e); });
-  }
-  Status get_state(const char* which, Example& out) {
-    return status([&](ramjet_error* e) { return vt().get_state(backend_->self(), program_, which, &out, e); });
-  }
-  Status set_state(const char* which, Example& values) {
-    return status([&](ramjet_error* e) { return vt().set_state(backend_->self(), program_, which, &values, e); });
-  }
-
- private:
-  const ramjet_backend_vtable& vt() const { return backend_->table(); }
-  template <class F>
-  Status status(F&& call) {
-    ramjet_error error;
-    const ramjet_status code = call(&error);
-    return {code, error.message};
-  }
-
-  PluginRegistry registry_{DiscoveryOptions{{ramjet::test::stock_plugin_dir()}, {}, {}}};
-  std::optional<BackendInstance> backend_;
-  ramjet_program* program_ = nullptr;
-};
-
-template <class T>
-void put(Example& e, const std::string& name, DLDataType dtype, const Shape& shape, const std::vector<T>& values) {
-  auto t = make_tensor(dtype, shape);
-  std::copy(values.begin(), values.end(), static_cast<T*>(t->dl_tensor.data));
-  e.set(name, std::move(t));
-}
-
-std::vector<float> floats_of(Example& e, const std::string& name) {
-  const DLTensor* t = e.find(name);
-  if (t == nullptr) {
-    ADD_FAILURE() << "no output '" << name << "'";
-    return {};
-  }
-  const float* p = static_cast<const float*>(first_byte(*t));
-  return std::vector<float>(p, p + element_count(*t));
-}
 
 // ---- TFLite's integer arithmetic, written out for the reference --------------------------------------------
 
@@ -467,9 +377,9 @@ json int8_options(int64_t batch) { return {{"precision", "int8"}, {"batch", batc
 // everywhere (oneDNN rounds the same real multiplier in float where TFLite uses fixed point), and mostly exact.
 void expect_matches(Harness& h, const QModel& m, const std::string& output, int64_t batch) {
   Example in = m.inputs(batch), out;
-  const Status s = h.forward(in, out);
+  const Status s = h.forward(in, out, false);
   ASSERT_TRUE(s.ok()) << s.message;
-  const std::vector<float> got = floats_of(out, output);
+  const std::vector<float> got = values(out, output);
   const QTensor& ref = m.value(output);
   const size_t n = static_cast<size_t>(batch * count_of(ref.shape));
   ASSERT_EQ(got.size(), n);
@@ -493,6 +403,13 @@ void compile_and_load(Harness& h, const QModel& m, const std::string& output, in
   ASSERT_TRUE(s.ok()) << s.message;
 }
 
+// A backend compiled for `output` at `batch` with the model's parameters, its forward against the reference.
+void expect_backend_matches(const QModel& m, const std::string& output, int64_t batch) {
+  Harness h;
+  ASSERT_NO_FATAL_FAILURE(compile_and_load(h, m, output, batch));
+  expect_matches(h, m, output, batch);
+}
+
 QModel small_cnn(int64_t batch) {
   QModel m(batch, 11);
   m.input("image", {8, 8, 2});
@@ -507,9 +424,7 @@ QModel small_cnn(int64_t batch) {
 
 TEST(OnednnInt8, ConvReluMaxPoolFlattenDenseMatchesTheIntegerReference) {
   const QModel m = small_cnn(6);
-  Harness h;
-  compile_and_load(h, m, "logits", 6);
-  expect_matches(h, m, "logits", 6);
+  expect_backend_matches(m, "logits", 6);
 }
 
 TEST(OnednnInt8, ASmallerLastBatchGetsItsOwnPlanAndTheCompiledOneStillWorks) {
@@ -532,12 +447,8 @@ TEST(OnednnInt8, DepthwiseConvWithAZeroPointInputAndPaddingMatchesTheIntegerRefe
   m.avg_pool("avg", "depthwise", 3, 2, 1);
   m.global_avg_pool("gap", "avg");
   m.dense("out", "gap", 3, "linear");
-  Harness h;
-  compile_and_load(h, m, "depthwise", 5);
-  expect_matches(h, m, "depthwise", 5);
-  Harness whole;
-  compile_and_load(whole, m, "out", 5);
-  expect_matches(whole, m, "out", 5);
+  expect_backend_matches(m, "depthwise", 5);
+  expect_backend_matches(m, "out", 5);
 }
 
 // A dense layer whose input zero point is not -128 (a linear layer's output, flattened).
@@ -548,9 +459,7 @@ TEST(OnednnInt8, DenseOnALinearLayersOutputSubtractsItsZeroPoint) {
   ASSERT_NE(m.value("mix").zp, -128) << "the test needs a non-trivial zero point";
   m.flatten("flat", "mix");
   m.dense("out", "flat", 6, "relu");
-  Harness h;
-  compile_and_load(h, m, "out", 4);
-  expect_matches(h, m, "out", 4);
+  expect_backend_matches(m, "out", 4);
 }
 
 TEST(OnednnInt8, StridedAvgPoolWithPaddingRoundsLikeTflite) {
@@ -558,9 +467,7 @@ TEST(OnednnInt8, StridedAvgPoolWithPaddingRoundsLikeTflite) {
   m.input("image", {7, 7, 4});
   m.conv("conv", "image", 6, 3, 1, {1, 1, 1, 1}, 1, "linear");
   m.avg_pool("avg", "conv", 3, 2, 1);
-  Harness h;
-  compile_and_load(h, m, "avg", 3);
-  expect_matches(h, m, "avg", 3);
+  expect_backend_matches(m, "avg", 3);
 }
 
 TEST(OnednnInt8, ResidualAddMatchesTfliteFixedPointExactly) {
@@ -569,9 +476,7 @@ TEST(OnednnInt8, ResidualAddMatchesTfliteFixedPointExactly) {
   m.conv("a", "image", 3, 3, 1, {1, 1, 1, 1}, 1, "linear");
   m.conv("b", "image", 3, 1, 1, {0, 0, 0, 0}, 1, "relu");
   m.add("sum", "a", "b", "relu");
-  Harness h;
-  compile_and_load(h, m, "sum", 4);
-  expect_matches(h, m, "sum", 4);
+  expect_backend_matches(m, "sum", 4);
 }
 
 // Few input values per kernel row take the backend's small-convolution kernel (AVX-512 VNNI CPUs): here with an
@@ -585,12 +490,8 @@ TEST(OnednnInt8, SmallConvWithAZeroPointPaddingAndAFusedPoolMatchesTheIntegerRef
   ASSERT_NE(m.value("mix").zp, -128) << "the test needs a non-trivial zero point";
   m.conv("conv", "mix", 20, 3, 1, {1, 1, 1, 1}, 1, "relu");
   m.max_pool("pool", "conv", 2);
-  Harness h;
-  compile_and_load(h, m, "pool", 3);
-  expect_matches(h, m, "pool", 3);
-  Harness unfused;  // the convolution's output is a graph output: nothing is fused
-  compile_and_load(unfused, m, "conv", 3);
-  expect_matches(unfused, m, "conv", 3);
+  expect_backend_matches(m, "pool", 3);
+  expect_backend_matches(m, "conv", 3);  // the convolution's output is a graph output: nothing is fused
 }
 
 // Strides, relu6 and 40 filters (three blocks of lanes) on a one-channel image, the first layer's usual shape.
@@ -598,9 +499,7 @@ TEST(OnednnInt8, StridedSmallConvWithRelu6MatchesTheIntegerReference) {
   QModel m(4, 43);
   m.input("image", {11, 11, 1});
   m.conv("conv", "image", 40, 3, 2, {0, 1, 0, 1}, 1, "relu6");
-  Harness h;
-  compile_and_load(h, m, "conv", 4);
-  expect_matches(h, m, "conv", 4);
+  expect_backend_matches(m, "conv", 4);
 }
 
 TEST(OnednnInt8, AParameterOfTheWrongDtypeIsAClearErrorNamingIt) {
@@ -626,7 +525,7 @@ TEST(OnednnInt8, ForwardBeforeTheParametersAreSetSaysSo) {
   Harness h;
   ASSERT_TRUE(h.compile(m.qgraph("logits"), int8_options(2)).ok());
   Example in = m.inputs(2), out;
-  const Status s = h.forward(in, out);
+  const Status s = h.forward(in, out, false);
   EXPECT_EQ(s.code, RAMJET_ERR_INVALID_ARGUMENT);
   EXPECT_NE(s.message.find("never set"), std::string::npos) << s.message;
 }
@@ -638,7 +537,7 @@ TEST(OnednnInt8, TrainingCallsAreUnsupportedAndTheParametersComeBackAsSet) {
   const Status b = h.backward();
   EXPECT_EQ(b.code, RAMJET_ERR_UNSUPPORTED);
   EXPECT_NE(b.message.find("inference-only"), std::string::npos) << b.message;
-  EXPECT_EQ(h.update().code, RAMJET_ERR_UNSUPPORTED);
+  EXPECT_EQ(h.update(1, 0.01f).code, RAMJET_ERR_UNSUPPORTED);
 
   Example back;
   ASSERT_TRUE(h.get_state("parameters", back).ok());

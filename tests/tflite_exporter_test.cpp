@@ -6,6 +6,7 @@
 #include "ramjet/core/example.hpp"
 #include "ramjet/core/host_api.hpp"
 #include "ramjet/core/tensor.hpp"
+#include "quantizer_calls.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <sstream>
 #include <tuple>
 #include <optional>
 
@@ -22,21 +24,12 @@ using namespace ramjet::core;
 using nlohmann::json;
 using Shape = std::vector<int64_t>;
 namespace fs = std::filesystem;
+using ramjet::test::call;
+using ramjet::test::Instance;
+using ramjet::test::QuantizerInstance;
+using ramjet::test::Status;
 
 namespace {
-
-struct Status {
-  ramjet_status code = RAMJET_OK;
-  std::string message;
-  bool ok() const { return code == RAMJET_OK; }
-};
-
-class ExporterInstance : public ComponentInstance {
- public:
-  using ComponentInstance::ComponentInstance;
-  const ramjet_exporter_vtable& exporter() const { return vt<ramjet_exporter_vtable>(); }
-  const ramjet_quantizer_vtable& quantizer() const { return vt<ramjet_quantizer_vtable>(); }
-};
 
 class Plugin {
  public:
@@ -49,30 +42,21 @@ class Plugin {
   }
   Status export_model(const json& qgraph, Example& params, const fs::path& path) {
     const std::string text = qgraph.dump(), p = path.string();
-    ramjet_error error;
-    const ramjet_status code = exporter_->exporter().export_model(exporter_->self(), text.c_str(), &params, p.c_str(), &error);
-    return {code, error.message};
+    return call([&](ramjet_error* e) {
+      return exporter_->table().export_model(exporter_->self(), text.c_str(), &params, p.c_str(), e);
+    });
   }
   Status observe(const std::string& name, const std::vector<float>& values) {
-    const Shape shape{static_cast<int64_t>(values.size())};
-    TensorPtr t = make_tensor(DLDataType{kDLFloat, 32, 1}, shape);
-    std::copy(values.begin(), values.end(), static_cast<float*>(t->dl_tensor.data));
-    ramjet_error error;
-    const ramjet_status code = quantizer_->quantizer().observe(quantizer_->self(), name.c_str(), &t->dl_tensor, &error);
-    return {code, error.message};
+    return ramjet::test::observe(*quantizer_, name, values);
   }
   Status quantize(const json& graph, Example& params, json& qgraph, Example& qparams) {
-    const std::string text = graph.dump();
-    ramjet_buffer out;
-    ramjet_error error;
-    const ramjet_status code = quantizer_->quantizer().quantize(quantizer_->self(), text.c_str(), &params, &out, &qparams, &error);
-    if (code == RAMJET_OK) qgraph = json::parse(out.bytes);
-    return {code, error.message};
+    return ramjet::test::quantize(*quantizer_, graph, params, qgraph, qparams);
   }
 
  private:
   PluginRegistry registry_{DiscoveryOptions{{ramjet::test::stock_plugin_dir()}, {}, {}}};
-  std::optional<ExporterInstance> exporter_, quantizer_;
+  std::optional<Instance<ramjet_exporter_vtable>> exporter_;
+  std::optional<QuantizerInstance> quantizer_;
 };
 
 template <class T>
@@ -151,30 +135,44 @@ TinyModel tiny_model(const std::string& input_type = "int8", const std::string& 
   return m;
 }
 
-// The float computation the tiny model approximates (NHWC, HWIO, SAME padding, relu, 2×2 max pool, dense).
-std::vector<float> tiny_reference(const TinyModel& m, const std::vector<float>& image) {
-  std::vector<float> conv(4 * 4 * 2);
-  for (int y = 0; y < 4; ++y)
-    for (int x = 0; x < 4; ++x)
-      for (int c = 0; c < 2; ++c) {
-        float acc = m.bias[static_cast<size_t>(c)];
+// A 3×3 SAME convolution of a one-channel size×size image (HWIO kernel [3][3][1][filters]) with a fused relu.
+std::vector<float> conv3x3_same_relu(const std::vector<float>& image, int size, int filters,
+                                     const std::vector<float>& kernel, const std::vector<float>& bias) {
+  std::vector<float> conv(static_cast<size_t>(size * size * filters));
+  for (int y = 0; y < size; ++y)
+    for (int x = 0; x < size; ++x)
+      for (int c = 0; c < filters; ++c) {
+        float acc = bias[static_cast<size_t>(c)];
         for (int u = 0; u < 3; ++u)
           for (int v = 0; v < 3; ++v) {
             const int iy = y + u - 1, ix = x + v - 1;
-            if (iy < 0 || iy >= 4 || ix < 0 || ix >= 4) continue;
-            acc += image[static_cast<size_t>(iy * 4 + ix)] * m.kernel[static_cast<size_t>((u * 3 + v) * 2 + c)];
+            if (iy < 0 || iy >= size || ix < 0 || ix >= size) continue;
+            acc += image[static_cast<size_t>(iy * size + ix)] * kernel[static_cast<size_t>((u * 3 + v) * filters + c)];
           }
-        conv[static_cast<size_t>((y * 4 + x) * 2 + c)] = std::max(acc, 0.0f);
+        conv[static_cast<size_t>((y * size + x) * filters + c)] = std::max(acc, 0.0f);
       }
-  std::vector<float> pooled(8);
-  for (int y = 0; y < 2; ++y)
-    for (int x = 0; x < 2; ++x)
-      for (int c = 0; c < 2; ++c) {
+  return conv;
+}
+
+// A 2×2 max pool, strides 2, of a size×size×channels NHWC map.
+std::vector<float> max_pool_2x2(const std::vector<float>& in, int size, int channels) {
+  const int half = size / 2;
+  std::vector<float> pooled(static_cast<size_t>(half * half * channels));
+  for (int y = 0; y < half; ++y)
+    for (int x = 0; x < half; ++x)
+      for (int c = 0; c < channels; ++c) {
         float best = -1e30f;
         for (int u = 0; u < 2; ++u)
-          for (int v = 0; v < 2; ++v) best = std::max(best, conv[static_cast<size_t>(((2 * y + u) * 4 + 2 * x + v) * 2 + c)]);
-        pooled[static_cast<size_t>((y * 2 + x) * 2 + c)] = best;
+          for (int v = 0; v < 2; ++v)
+            best = std::max(best, in[static_cast<size_t>(((2 * y + u) * size + 2 * x + v) * channels + c)]);
+        pooled[static_cast<size_t>((y * half + x) * channels + c)] = best;
       }
+  return pooled;
+}
+
+// The float computation the tiny model approximates (NHWC, HWIO, SAME padding, relu, 2×2 max pool, dense).
+std::vector<float> tiny_reference(const TinyModel& m, const std::vector<float>& image) {
+  const std::vector<float> pooled = max_pool_2x2(conv3x3_same_relu(image, 4, 2, m.kernel, m.bias), 4, 2);
   std::vector<float> out(3);
   for (int o = 0; o < 3; ++o) {
     float acc = m.dense_bias[static_cast<size_t>(o)];
@@ -375,6 +373,13 @@ fs::path litert_python() {
   return root / "bin/python";
 }
 
+// Why a LiteRT test skips.
+std::string litert_missing() {
+  std::ostringstream why;
+  why << "LiteRT (ai-edge-litert) is not installed in " << litert_python() << "; ./dev bench installs it";
+  return why.str();
+}
+
 // Loads the model in LiteRT, optionally resizes the batch, feeds `input` (repeated per example) and returns
 // {"input_dtype", "output_shape", "output"}; skips the test when LiteRT is not installed.
 std::optional<json> run_litert(const fs::path& model, const std::vector<double>& input, int batch,
@@ -429,7 +434,7 @@ TEST(TfliteExporter, LiteRtLoadsAllocatesAndRunsTheInt8Model) {
   std::vector<double> q;
   for (float v : test_image()) q.push_back(std::clamp(std::round(v * 255.0f) - 128.0f, -128.0f, 127.0f));
   const auto result = run_litert(path, q, 1, tmp);
-  if (!result) GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << litert_python() << "; ./dev bench installs it";
+  if (!result) GTEST_SKIP() << litert_missing();
   EXPECT_EQ((*result)["input_dtype"], "<class 'numpy.int8'>");
   EXPECT_EQ((*result)["output_dtype"], "int8");
   EXPECT_EQ((*result)["output_shape"], json({1, 3}));
@@ -446,16 +451,23 @@ TEST(TfliteExporter, LiteRtFloatInterfaceMatchesTheFloatReference) {
   ASSERT_TRUE(plugin.export_model(m.qgraph, m.params, path).ok());
   const std::vector<float> image = test_image();
   const auto result = run_litert(path, std::vector<double>(image.begin(), image.end()), 1, tmp);
-  if (!result) GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << litert_python() << "; ./dev bench installs it";
+  if (!result) GTEST_SKIP() << litert_missing();
   ASSERT_EQ((*result)["output_shape"], json({1, 3}));
   const std::vector<float> expected = tiny_reference(m, image);
   // Activations are rounded to int8 on the way (input 1/255, conv 0.02, output 0.05): a few steps of slack.
   for (size_t i = 0; i < 3; ++i) EXPECT_NEAR((*result)["output"][i].get<float>(), expected[i], 0.15) << i;
 }
 
-TEST(TfliteExporter, QuantizerOutputWithDepthwiseGlobalPoolAndSoftmaxRunsInLiteRt) {
-  // x [4, 4, 2] → depthwise 3×3 SAME → global_avg_pool → dense (3) → softmax, quantized by the int8 quantizer.
-  json graph = {
+// x [4, 4, 2] → depthwise 3×3 SAME (relu6, no bias) → global_avg_pool → dense (3) → softmax, in float, with
+// the depthwise kernel [3, 3, 1, 2] given and the dense layer's fixed.
+struct DepthwiseModel {
+  json graph;
+  Example params;
+};
+
+DepthwiseModel depthwise_softmax_model(const std::vector<float>& depthwise_kernel) {
+  DepthwiseModel m;
+  m.graph = {
       {"inputs", {{{"name", "x"}, {"shape", {4, 4, 2}}, {"dtype", "float32"}}}},
       {"nodes",
        {{{"name", "depthwise"}, {"op", "conv2d"}, {"inputs", {"x"}}, {"shape", {4, 4, 2}},
@@ -469,18 +481,24 @@ TEST(TfliteExporter, QuantizerOutputWithDepthwiseGlobalPoolAndSoftmaxRunsInLiteR
         {{"name", "softmax"}, {"op", "softmax"}, {"inputs", {"dense"}}, {"shape", {3}}, {"attrs", json::object()}}}},
       {"outputs", {"softmax"}},
       {"params", {{"depthwise/kernel", {{"shape", {3, 3, 1, 2}}}}, {"dense/kernel", {{"shape", {2, 3}}}}, {"dense/bias", {{"shape", {3}}}}}}};
-  Example params, qparams;
+  put(m.params, "depthwise/kernel", {3, 3, 1, 2}, depthwise_kernel);
+  put(m.params, "dense/kernel", {2, 3}, std::vector<float>{1.0f, -1.0f, 0.5f, 0.25f, 0.75f, -0.5f});
+  put(m.params, "dense/bias", {3}, std::vector<float>{0.1f, 0.0f, -0.1f});
+  return m;
+}
+
+TEST(TfliteExporter, QuantizerOutputWithDepthwiseGlobalPoolAndSoftmaxRunsInLiteRt) {
+  // x [4, 4, 2] → depthwise 3×3 SAME → global_avg_pool → dense (3) → softmax, quantized by the int8 quantizer.
   std::vector<float> dw(18);
   for (size_t i = 0; i < dw.size(); ++i) dw[i] = 0.1f * static_cast<float>(static_cast<int>(i % 5) - 2);
-  put(params, "depthwise/kernel", {3, 3, 1, 2}, dw);
-  put(params, "dense/kernel", {2, 3}, std::vector<float>{1.0f, -1.0f, 0.5f, 0.25f, 0.75f, -0.5f});
-  put(params, "dense/bias", {3}, std::vector<float>{0.1f, 0.0f, -0.1f});
+  DepthwiseModel m = depthwise_softmax_model(dw);
+  Example qparams;
   Plugin plugin;
   for (const auto& [name, lo, hi] : std::vector<std::tuple<std::string, float, float>>{
            {"x", 0.0f, 1.0f}, {"depthwise", 0.0f, 6.0f}, {"gap", 0.0f, 6.0f}, {"dense", -4.0f, 4.0f}})
     ASSERT_TRUE(plugin.observe(name, {lo, hi}).ok());
   json qgraph;
-  const Status q = plugin.quantize(graph, params, qgraph, qparams);
+  const Status q = plugin.quantize(m.graph, m.params, qgraph, qparams);
   ASSERT_TRUE(q.ok()) << q.message;
   ramjet::test::TempDir tmp;
   const fs::path path = tmp / "dw.tflite";
@@ -497,7 +515,7 @@ TEST(TfliteExporter, QuantizerOutputWithDepthwiseGlobalPoolAndSoftmaxRunsInLiteR
   std::vector<double> input(32);
   for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<double>(i % 9) * 20 - 100;
   const auto result = run_litert(path, input, 1, tmp);
-  if (!result) GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << litert_python() << "; ./dev bench installs it";
+  if (!result) GTEST_SKIP() << litert_missing();
   ASSERT_EQ((*result)["output_shape"], json({1, 3}));
   double sum = 0;  // softmax probabilities, int8 at (1/256, -128)
   for (const auto& v : (*result)["output"]) sum += (v.get<double>() + 128) / 256.0;
@@ -567,28 +585,7 @@ std::vector<float> dequantized(Example& qparams, const json& qgraph, const std::
 // The float computation of dynamic_model() with the given (dequantized) weights.
 std::vector<float> dynamic_reference(const std::vector<float>& kernel, const std::vector<float>& bias,
                                      const std::vector<float>& dense, const std::vector<float>& image) {
-  std::vector<float> conv(8 * 8 * 8);
-  for (int y = 0; y < 8; ++y)
-    for (int x = 0; x < 8; ++x)
-      for (int c = 0; c < 8; ++c) {
-        float acc = bias[static_cast<size_t>(c)];
-        for (int u = 0; u < 3; ++u)
-          for (int v = 0; v < 3; ++v) {
-            const int iy = y + u - 1, ix = x + v - 1;
-            if (iy < 0 || iy >= 8 || ix < 0 || ix >= 8) continue;
-            acc += image[static_cast<size_t>(iy * 8 + ix)] * kernel[static_cast<size_t>((u * 3 + v) * 8 + c)];
-          }
-        conv[static_cast<size_t>((y * 8 + x) * 8 + c)] = std::max(acc, 0.0f);
-      }
-  std::vector<float> pooled(128);
-  for (int y = 0; y < 4; ++y)
-    for (int x = 0; x < 4; ++x)
-      for (int c = 0; c < 8; ++c) {
-        float best = -1e30f;
-        for (int u = 0; u < 2; ++u)
-          for (int v = 0; v < 2; ++v) best = std::max(best, conv[static_cast<size_t>(((2 * y + u) * 8 + 2 * x + v) * 8 + c)]);
-        pooled[static_cast<size_t>((y * 4 + x) * 8 + c)] = best;
-      }
+  const std::vector<float> pooled = max_pool_2x2(conv3x3_same_relu(image, 8, 8, kernel, bias), 8, 8);
   std::vector<float> out(200, 0.0f);
   for (size_t o = 0; o < 200; ++o)
     for (size_t i = 0; i < 128; ++i) out[o] += pooled[i] * dense[i * 200 + o];
@@ -669,7 +666,7 @@ TEST(TfliteExporter, LiteRtRunsTheDynamicRangeModelCloseToTheFloatReference) {
   ASSERT_TRUE(plugin.export_model(qgraph, qparams, path).ok());
   const std::vector<float> image = dynamic_image();
   const auto result = run_litert(path, std::vector<double>(image.begin(), image.end()), 2, tmp);
-  if (!result) GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << litert_python() << "; ./dev bench installs it";
+  if (!result) GTEST_SKIP() << litert_missing();
   EXPECT_EQ((*result)["input_dtype"], "<class 'numpy.float32'>");
   EXPECT_EQ((*result)["output_dtype"], "float32");
   ASSERT_EQ((*result)["output_shape"], json({2, 200}));
@@ -692,29 +689,13 @@ TEST(TfliteExporter, LiteRtRunsTheDynamicRangeModelCloseToTheFloatReference) {
 
 TEST(TfliteExporter, DynamicRangeDepthwiseGlobalPoolAndSoftmaxRunInLiteRt) {
   // x [4, 4, 2] → depthwise 3×3 SAME → global_avg_pool → dense (3) → softmax, as the quantizer writes it.
-  json graph = {
-      {"inputs", {{{"name", "x"}, {"shape", {4, 4, 2}}, {"dtype", "float32"}}}},
-      {"nodes",
-       {{{"name", "depthwise"}, {"op", "conv2d"}, {"inputs", {"x"}}, {"shape", {4, 4, 2}},
-         {"attrs", {{"filters", 2}, {"kernel", {3, 3}}, {"strides", {1, 1}}, {"padding", {1, 1, 1, 1}}, {"dilation", {1, 1}},
-                    {"groups", 2}, {"use_bias", false}, {"activation", "relu6"}}},
-         {"params", {{"kernel", "depthwise/kernel"}}}},
-        {{"name", "gap"}, {"op", "global_avg_pool"}, {"inputs", {"depthwise"}}, {"shape", {2}}, {"attrs", json::object()}},
-        {{"name", "dense"}, {"op", "dense"}, {"inputs", {"gap"}}, {"shape", {3}},
-         {"attrs", {{"units", 3}, {"use_bias", true}, {"activation", "linear"}}},
-         {"params", {{"kernel", "dense/kernel"}, {"bias", "dense/bias"}}}},
-        {{"name", "softmax"}, {"op", "softmax"}, {"inputs", {"dense"}}, {"shape", {3}}, {"attrs", json::object()}}}},
-      {"outputs", {"softmax"}},
-      {"params", {{"depthwise/kernel", {{"shape", {3, 3, 1, 2}}}}, {"dense/kernel", {{"shape", {2, 3}}}}, {"dense/bias", {{"shape", {3}}}}}}};
-  Example params, qparams;
   std::vector<float> dw(18);
   for (size_t i = 0; i < dw.size(); ++i) dw[i] = 0.1f * static_cast<float>(static_cast<int>(i % 5) - 2) * (i % 2 ? 2.0f : 1.0f);
-  put(params, "depthwise/kernel", {3, 3, 1, 2}, dw);
-  put(params, "dense/kernel", {2, 3}, std::vector<float>{1.0f, -1.0f, 0.5f, 0.25f, 0.75f, -0.5f});
-  put(params, "dense/bias", {3}, std::vector<float>{0.1f, 0.0f, -0.1f});
+  DepthwiseModel m = depthwise_softmax_model(dw);
+  Example qparams;
   Plugin plugin(json{{"mode", "dynamic_range"}});
   json qgraph;
-  const Status q = plugin.quantize(graph, params, qgraph, qparams);
+  const Status q = plugin.quantize(m.graph, m.params, qgraph, qparams);
   ASSERT_TRUE(q.ok()) << q.message;
   ramjet::test::TempDir tmp;
   const fs::path path = tmp / "dw.tflite";
@@ -739,7 +720,7 @@ TEST(TfliteExporter, DynamicRangeDepthwiseGlobalPoolAndSoftmaxRunInLiteRt) {
   std::vector<double> input(32);
   for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<double>(i % 9) / 8.0;
   const auto result = run_litert(path, input, 1, tmp);
-  if (!result) GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << litert_python() << "; ./dev bench installs it";
+  if (!result) GTEST_SKIP() << litert_missing();
   ASSERT_EQ((*result)["output_shape"], json({1, 3}));
   double sum = 0;
   for (const auto& v : (*result)["output"]) sum += v.get<double>();

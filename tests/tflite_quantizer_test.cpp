@@ -5,6 +5,7 @@
 #include "ramjet/core/example.hpp"
 #include "ramjet/core/host_api.hpp"
 #include "ramjet/core/tensor.hpp"
+#include "quantizer_calls.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -18,22 +19,12 @@
 using namespace ramjet::core;
 using nlohmann::json;
 using Shape = std::vector<int64_t>;
+using ramjet::test::QuantizerInstance;
+using ramjet::test::Status;
 
 namespace {
 
 constexpr DLDataType kF32{kDLFloat, 32, 1};
-
-struct Status {
-  ramjet_status code = RAMJET_OK;
-  std::string message;
-  bool ok() const { return code == RAMJET_OK; }
-};
-
-class QuantizerInstance : public ComponentInstance {
- public:
-  using ComponentInstance::ComponentInstance;
-  const ramjet_quantizer_vtable& table() const { return vt<ramjet_quantizer_vtable>(); }
-};
 
 // One int8 quantizer loaded from the build tree's plugin directory.
 class Quantizer {
@@ -45,21 +36,10 @@ class Quantizer {
     instance_.emplace(registry_.component(RAMJET_KIND_QUANTIZER, "int8"), args);
   }
   Status observe(const std::string& name, const std::vector<float>& values) {
-    const Shape shape{static_cast<int64_t>(values.size())};
-    TensorPtr t = make_tensor(kF32, shape);
-    std::copy(values.begin(), values.end(), static_cast<float*>(t->dl_tensor.data));
-    ramjet_error error;
-    const ramjet_status code = instance_->table().observe(instance_->self(), name.c_str(), &t->dl_tensor, &error);
-    return {code, error.message};
+    return ramjet::test::observe(*instance_, name, values);
   }
   Status quantize(const json& graph, Example& params, json& qgraph, Example& qparams) {
-    const std::string text = graph.dump();
-    ramjet_buffer out;
-    ramjet_error error;
-    const ramjet_status code =
-        instance_->table().quantize(instance_->self(), text.c_str(), &params, &out, &qparams, &error);
-    if (code == RAMJET_OK) qgraph = json::parse(out.bytes);
-    return {code, error.message};
+    return ramjet::test::quantize(*instance_, graph, params, qgraph, qparams);
   }
 
  private:

@@ -1,8 +1,7 @@
 #include "program.hpp"
 
 #include "kernels.hpp"
-
-#include <omp.h>
+#include "thread_scope.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,26 +10,6 @@
 
 namespace onednn {
 namespace {
-
-// The backend's thread count for the duration of one call (oneDNN's OpenMP runtime reads it per call; primitives
-// are also created under it, as their blocking depends on it). 0 leaves OpenMP's default.
-class ThreadScope {
- public:
-  explicit ThreadScope(int threads) : threads_(threads) {
-    if (threads_ > 0) {
-      previous_ = omp_get_max_threads();
-      omp_set_num_threads(threads_);
-    }
-  }
-  ~ThreadScope() {
-    if (threads_ > 0) omp_set_num_threads(previous_);
-  }
-  ThreadScope(const ThreadScope&) = delete;
-  ThreadScope& operator=(const ThreadScope&) = delete;
-
- private:
-  int threads_, previous_ = 0;
-};
 
 std::vector<std::pair<std::string, Shape>> param_specs(const Graph& graph) {
   std::vector<std::pair<std::string, Shape>> specs;

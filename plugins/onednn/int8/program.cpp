@@ -1,6 +1,6 @@
 #include "program.hpp"
 
-#include "thread_scope.hpp"
+#include "../thread_scope.hpp"
 
 #include <algorithm>
 

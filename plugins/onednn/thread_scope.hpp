@@ -4,7 +4,7 @@
 
 #include <omp.h>
 
-namespace onednn::int8 {
+namespace onednn {
 
 class ThreadScope {
  public:
@@ -24,4 +24,4 @@ class ThreadScope {
   int threads_, previous_ = 0;
 };
 
-}  // namespace onednn::int8
+}  // namespace onednn
