@@ -53,6 +53,32 @@ void NodeSpec::fail(ramjet_status status, const std::string& message) const {
   onednn::fail(status, "graph: " + where() + ": " + message);
 }
 
+Shape NodeSpec::reshape_target(const Shape& input) const {
+  if (op == "flatten") return {product(input)};
+  const auto it = attrs.find("shape");
+  if (it == attrs.end() || !it->is_array()) fail(RAMJET_ERR_INVALID_ARGUMENT, "attribute 'shape' must be an array of integers");
+  Shape shape;
+  int inferred = -1;
+  for (const auto& d : *it) {
+    if (!d.is_number_integer() || d.get<int64_t>() == 0 || d.get<int64_t>() < -1)
+      fail(RAMJET_ERR_INVALID_ARGUMENT, "attribute 'shape' must hold positive integers (or one -1), got " + it->dump());
+    if (d.get<int64_t>() == -1) {
+      if (inferred >= 0) fail(RAMJET_ERR_INVALID_ARGUMENT, "attribute 'shape' may hold one -1 only");
+      inferred = static_cast<int>(shape.size());
+    }
+    shape.push_back(d.get<int64_t>());
+  }
+  if (inferred >= 0) {
+    shape[inferred] = 1;
+    if (product(input) % product(shape) != 0)
+      fail(RAMJET_ERR_INVALID_ARGUMENT, "cannot reshape " + shape_string(input) + " to " + it->dump());
+    shape[inferred] = product(input) / product(shape);
+  }
+  if (product(shape) != product(input))
+    fail(RAMJET_ERR_INVALID_ARGUMENT, "cannot reshape " + shape_string(input) + " to " + shape_string(shape));
+  return shape;
+}
+
 int64_t NodeSpec::attr_int(const char* key) const {
   if (!has(key)) fail(RAMJET_ERR_INVALID_ARGUMENT, std::string("attribute '") + key + "' is missing");
   return attr_int(key, 0);

@@ -27,6 +27,9 @@ struct NodeSpec {
   // "node 'conv2d' (#/nodes/0, op conv2d)" for messages.
   std::string where() const;
   [[noreturn]] void fail(ramjet_status status, const std::string& message) const;
+  // The per-example shape a flatten or reshape node makes of `input` (reshape's one -1 inferred); fails naming
+  // the node when the attribute is malformed or the element counts differ.
+  Shape reshape_target(const Shape& input) const;
 
   // Attributes; a missing optional one takes `fallback`. Wrong types and bad values throw INVALID_ARGUMENT.
   bool has(const char* key) const { return attrs.contains(key); }

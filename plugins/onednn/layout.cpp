@@ -37,4 +37,9 @@ md row_major_md(const Shape& shape, dt type) {
   return md(dims, type, row_major_strides(dims));
 }
 
+md hwio_kernel_md(int64_t kh, int64_t kw, int64_t C, int64_t F, int64_t G, dt type) {
+  if (G == 1) return md({F, C, kh, kw}, type, {1, F, kw * C * F, C * F});
+  return md({G, F / G, C / G, kh, kw}, type, {F / G, 1, F, kw * (C / G) * F, (C / G) * F});
+}
+
 }  // namespace onednn

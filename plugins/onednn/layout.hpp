@@ -24,6 +24,9 @@ int last_axis(const Shape& shape);
 md with_type(const md& desc, dt type);
 // Row-major descriptor of `shape` (no batch): how parameters are stored, in Keras's layouts.
 md row_major_md(const Shape& shape, dt type = dt::f32);
+// A conv2d kernel kept in the IR's HWIO layout ([kh, kw, C/G, F], output channel o = g * (F / G) + o_in_group),
+// described in oneDNN's weight dims ({F, C, kh, kw}, or {G, F/G, C/G, kh, kw} grouped) by strides alone: no copy.
+md hwio_kernel_md(int64_t kh, int64_t kw, int64_t C, int64_t F, int64_t G, dt type);
 // Row-major strides of `dims`.
 dnnl::memory::dims row_major_strides(const dnnl::memory::dims& dims);
 

@@ -11,31 +11,10 @@
 namespace onednn::int8 {
 namespace {
 
-Shape reshape_target(const NodeSpec& node, const Shape& in) {
-  if (node.op == "flatten") return {product(in)};
-  const auto it = node.attrs.find("shape");
-  if (it == node.attrs.end() || !it->is_array())
-    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "attribute 'shape' must be an array of integers");
-  Shape shape;
-  int inferred = -1;
-  for (const auto& d : *it) {
-    if (!d.is_number_integer() || (d.get<int64_t>() < 1 && d.get<int64_t>() != -1) ||
-        (d.get<int64_t>() == -1 && inferred >= 0))
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "attribute 'shape' must hold positive integers (or one -1)");
-    if (d.get<int64_t>() == -1) inferred = static_cast<int>(shape.size());
-    shape.push_back(d.get<int64_t>());
-  }
-  if (inferred >= 0) {
-    shape[inferred] = 1;
-    shape[inferred] = product(in) / product(shape);
-  }
-  return shape;
-}
-
 void build_reshape_like(const NodeSpec& node, QBuilder& b) {
   QValue& in = only_input(node, b);
-  const Shape shape = reshape_target(node, in.shape);
-  if (product(shape) != product(in.shape) || shape != node.shape)
+  const Shape shape = node.reshape_target(in.shape);
+  if (shape != node.shape)
     node.fail(RAMJET_ERR_INVALID_ARGUMENT, "cannot reshape " + shape_string(in.shape) + " to " + shape_string(node.shape));
   const dnnl::memory bytes = b.canonical(in);
   b.define(node.name, shape, in.quant, canonical_md(b.batch(), shape, dt::u8), bytes.get_data_handle());

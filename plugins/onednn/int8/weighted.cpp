@@ -97,17 +97,8 @@ class QConv2D : public WeightedStep {
     checked_param(node, b, "bias", false, {F}, false);
     channels_ = F;
 
-    // oneDNN's weights are {O, I, kh, kw} ({G, O/G, I/G, kh, kw} grouped); the IR's are HWIO with
-    // o = g * (F / G) + o_in_group. Strides describe that without moving a byte.
-    dnnl::memory::dims wdims, wstrides;
-    if (G == 1) {
-      wdims = {F, C, k[0], k[1]};
-      wstrides = {1, F, k[1] * C * F, C * F};
-    } else {
-      wdims = {G, F / G, C / G, k[0], k[1]};
-      wstrides = {F / G, 1, F, k[1] * (C / G) * F, (C / G) * F};
-    }
-    plain_kernel_ = md(wdims, dt::s8, wstrides);
+    plain_kernel_ = hwio_kernel_md(k[0], k[1], C, F, G, dt::s8);
+    const dnnl::memory::dims wdims = plain_kernel_.dims();
 
     const ActivationQuant& out = output_quant(node, b);
     dnnl::primitive_attr attr = this->attr(node, b, in.quant, out, 1 << 1);

@@ -44,17 +44,8 @@ class Conv2D : public WeightedLayer {
 
     const int64_t N = b.batch();
     const dt type = b.compute_type();
-    // oneDNN weights are {O, I, kh, kw} ({G, O/G, I/G, kh, kw} grouped); the Keras buffer is HWIO with
-    // o = g * (F / G) + o_in_group. Strides describe it without moving a byte.
-    dnnl::memory::dims wdims, wstrides;
-    if (G == 1) {
-      wdims = {F, C, k[0], k[1]};
-      wstrides = {1, F, k[1] * C * F, C * F};
-    } else {
-      wdims = {G, F / G, C / G, k[0], k[1]};
-      wstrides = {F / G, 1, F, k[1] * (C / G) * F, (C / G) * F};
-    }
-    const md keras_kernel(wdims, dt::f32, wstrides);
+    const md keras_kernel = hwio_kernel_md(k[0], k[1], C, F, G, dt::f32);
+    const dnnl::memory::dims wdims = keras_kernel.dims();
     const md bias_md = bias ? row_major_md({F}) : md();
     const md src_any({N, C, H, W}, type, tag::any), dst_any({N, F, OH, OW}, type, tag::any);
     const md wei_any(wdims, type, tag::any);

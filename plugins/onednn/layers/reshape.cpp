@@ -64,27 +64,7 @@ std::unique_ptr<Layer> make_flatten(const NodeSpec& node, LayerBuilder& builder)
 // attrs {"shape": [...]} per example; one entry may be -1 (inferred).
 std::unique_ptr<Layer> make_reshape(const NodeSpec& node, LayerBuilder& builder) {
   if (builder.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "reshape takes one input");
-  const auto it = node.attrs.find("shape");
-  if (it == node.attrs.end() || !it->is_array())
-    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "attribute 'shape' must be an array of integers");
-  Shape shape;
-  int inferred = -1;
-  for (const auto& d : *it) {
-    if (!d.is_number_integer() || d.get<int64_t>() == 0 || d.get<int64_t>() < -1)
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "attribute 'shape' must hold positive integers (or one -1), got " + it->dump());
-    if (d.get<int64_t>() == -1) {
-      if (inferred >= 0) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "attribute 'shape' may hold one -1 only");
-      inferred = static_cast<int>(shape.size());
-    }
-    shape.push_back(d.get<int64_t>());
-  }
-  if (inferred >= 0) {
-    shape[inferred] = 1;
-    const int64_t known = product(shape), total = product(builder.input(0).shape);
-    if (total % known != 0)
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "cannot reshape " + shape_string(builder.input(0).shape) + " to " + it->dump());
-    shape[inferred] = total / known;
-  }
+  const Shape shape = node.reshape_target(builder.input(0).shape);
   return std::make_unique<Reshape>(node, builder, shape);
 }
 
