@@ -2,6 +2,7 @@
 // no plugin provides is named.
 #include "ramjet/core/export_config.hpp"
 #include "ramjet/core/failure.hpp"
+#include "ramjet/core/model_export.hpp"
 #include "ramjet/core/pipeline_manifest.hpp"
 #include "ramjet/core/plugin_registry.hpp"
 #include "test_support.hpp"
@@ -77,4 +78,20 @@ TEST(ExportConfig, ValidationNamesAMissingQuantizerOrExporter) {
   for (const auto& p : problems) all += p.pointer + ": " + p.message + "\n";
   EXPECT_NE(all.find("/export/quantizer: no plugin provides quantizer 'nonesuch'"), std::string::npos) << all;
   EXPECT_NE(all.find("/export/format: no plugin provides exporter 'nowhere'"), std::string::npos) << all;
+}
+
+TEST(ExportConfig, TheDestinationFolderIsCreatedOrRefusedBeforeAnyTraining) {
+  TempDir dir;
+  PipelineManifest m = manifest_with_export({{"path", "out/deeper/model.tflite"}});
+  m.path = dir / "m.json";
+  prepare_export_destination(m);
+  EXPECT_TRUE(std::filesystem::is_directory(dir / "out/deeper"));
+  PipelineManifest bad = manifest_with_export({{"path", "/proc/no-such-folder/model.tflite"}});
+  try {
+    prepare_export_destination(bad);
+    FAIL() << "a folder under /proc cannot be created";
+  } catch (const InvalidInput& e) {
+    EXPECT_NE(std::string(e.what()).find("/models/m.json#/export/path: cannot create the folder"), std::string::npos)
+        << e.what();
+  }
 }

@@ -68,6 +68,16 @@ Quantizer::Result quantize_model(const PipelineManifest& original, PluginRegistr
   return quantizer.quantize(graph, parameters);
 }
 
+void prepare_export_destination(const PipelineManifest& manifest) {
+  const ExportConfig config = read_export_config(manifest);
+  if (!config.path.has_parent_path()) return;
+  std::error_code error;
+  std::filesystem::create_directories(config.path.parent_path(), error);
+  if (error || !std::filesystem::is_directory(config.path.parent_path()))
+    throw InvalidInput(manifest.where("/export/path") + ": cannot create the folder " +
+                       config.path.parent_path().string() + (error ? ": " + error.message() : std::string()));
+}
+
 nlohmann::json export_trained_model(const PipelineManifest& manifest, PluginRegistry& registry, Example& parameters,
                                     std::ostream* progress, std::vector<int32_t>* int8_predictions) {
   const ExportConfig config = read_export_config(manifest);
@@ -104,7 +114,7 @@ nlohmann::json export_trained_model(const PipelineManifest& manifest, PluginRegi
   CreateArgs exporter_args;
   exporter_args.where = manifest.where("/export/format");
   Exporter exporter(registry.component(RAMJET_KIND_EXPORTER, config.format), exporter_args);
-  if (config.path.has_parent_path()) std::filesystem::create_directories(config.path.parent_path());
+  prepare_export_destination(manifest);
   exporter.export_model(quantized.graph, quantized.parameters, config.path);
   report["file_bytes"] = static_cast<int64_t>(std::filesystem::file_size(config.path));
   report["size_ratio"] = report["file_bytes"].get<double>() / report["fp32_weight_bytes"].get<double>();

@@ -92,7 +92,10 @@ nlohmann::json run_pipeline(const PipelineManifest& manifest, PluginRegistry& re
     train_options.terminal = options.terminal;
     train_options.resume = options.resume;
     Example trained;
-    if (manifest.doc.contains("export")) train_options.trained_parameters = &trained;
+    if (manifest.doc.contains("export")) {
+      prepare_export_destination(manifest);
+      train_options.trained_parameters = &trained;
+    }
     nlohmann::json report = train_model(manifest, registry, train_options);
     if (!trained.entries.empty())  // rank 0 only, under a mirrored strategy
       report["export"] = export_trained_model(manifest, registry, trained, options.progress);

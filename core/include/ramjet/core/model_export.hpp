@@ -21,6 +21,10 @@ namespace ramjet::core {
 Quantizer::Result quantize_model(const PipelineManifest& manifest, PluginRegistry& registry, Program& program,
                                  const nlohmann::json& graph, Example& parameters, const ExportConfig& config);
 
+// Creates the folder the export will write into, so a bad path fails before training rather than after.
+// Throws InvalidInput naming /export/path.
+void prepare_export_destination(const PipelineManifest& manifest);
+
 // The whole `export` section for trained `parameters`; returns the report's "export" object. When
 // `int8_predictions` is set it receives the backend's int8 top-1 class for every eval sample (tests compare it
 // with other readers of the exported file).
