@@ -266,3 +266,15 @@ TEST_F(TrainerTest, LossScalingPolicyLeavesTheUpdateUnchanged) {
   Checkpoint c = load_checkpoint(*latest_checkpoint(dir / "scaled"));
   EXPECT_EQ(c.trainer["loss_scaler"], "7363616c653d313238") << "the policy's state (\"scale=128\") is checkpointed";
 }
+
+TEST_F(TrainerTest, ValidationNamesAPrecisionPolicyOrStrategyNoPluginProvides) {
+  // Without the onednn plugin nothing provides mixed_bfloat16; the mirror fixture provides mixed_float16.
+  PluginRegistry without_onednn{DiscoveryOptions{
+      {stock_plugin_dir(), fixture_dir("linear_backend"), fixture_dir("mirror_fixture")}, {}, {"onednn"}}};
+  auto doc = manifest_doc(64, 32, 1, {{"precision", "mixed_bfloat16"}, {"strategy", {{"type", "nccl"}}}});
+  std::string all;
+  for (const auto& p : validate_pipeline_manifest(write(doc), without_onednn)) all += p.pointer + ": " + p.message + "\n";
+  EXPECT_NE(all.find("/train/precision: no plugin provides precision_policy 'mixed_bfloat16' (available: mixed_float16)"),
+            std::string::npos) << all;
+  EXPECT_NE(all.find("/train/strategy: no plugin provides strategy 'nccl' (available: fake_mirror)"), std::string::npos) << all;
+}

@@ -70,11 +70,21 @@ class Validator {
     if (!manifest_.doc["train"].is_object()) return;
     const auto& b = manifest_.doc["train"].value("backend", nlohmann::json("cpu"));
     const std::string backend = b.is_object() ? b.value("type", std::string("cpu")) : b.is_string() ? b.get<std::string>() : "cpu";
-    if (registry_.provider(RAMJET_KIND_BACKEND, backend) == nullptr) {
-      std::string list;
-      for (const auto& n : registry_.available(RAMJET_KIND_BACKEND)) list += (list.empty() ? "" : ", ") + n;
-      add("/train/backend", "no plugin provides backend '" + backend + "' (available: " + (list.empty() ? "none" : list) + ")");
-    }
+    provided(RAMJET_KIND_BACKEND, "backend", backend, "/train/backend");
+    // float32 and single are built in; any other precision or strategy is a component some plugin must provide.
+    const auto& t = manifest_.doc["train"];
+    if (t.contains("precision") && t["precision"].is_string() && t["precision"] != "float32")
+      provided(RAMJET_KIND_PRECISION_POLICY, "precision_policy", t["precision"].get<std::string>(), "/train/precision");
+    const auto& st = t.value("strategy", nlohmann::json("single"));
+    const std::string strategy = st.is_object() ? st.value("type", std::string("single")) : st.is_string() ? st.get<std::string>() : "single";
+    if (strategy != "single") provided(RAMJET_KIND_STRATEGY, "strategy", strategy, "/train/strategy");
+  }
+
+  void provided(ramjet_component_kind kind, const std::string& kind_name, const std::string& name, const std::string& pointer) {
+    if (registry_.provider(kind, name) != nullptr) return;
+    std::string list;
+    for (const auto& n : registry_.available(kind)) list += (list.empty() ? "" : ", ") + n;
+    add(pointer, "no plugin provides " + kind_name + " '" + name + "' (available: " + (list.empty() ? "none" : list) + ")");
   }
 
   void exporting() {
