@@ -26,25 +26,14 @@ def build_model():
         layers.Flatten(), layers.Dense(128, activation="relu"), layers.Dense(10)])
 
 
-def timed_passes(run_pass, repeat):
-    """Runs one warm-up pass, then `repeat` timed ones; returns (last pass's result, seconds per pass)."""
-    result = run_pass()
-    seconds = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = run_pass()
-        seconds.append(time.perf_counter() - start)
-    return result, seconds
-
-
 def time_predict(model, xt, batch, repeat):
-    return timed_passes(lambda: model.predict(xt, batch_size=batch, verbose=0).argmax(1), repeat)
+    return fashion_mnist.timed_passes(lambda: model.predict(xt, batch_size=batch, verbose=0).argmax(1), repeat)
 
 
 def time_xla(model, xt, batch, repeat):
     forward = tf.function(lambda x: model(x, training=False), jit_compile=True)
     batches = [tf.constant(xt[i:i + batch]) for i in range(0, len(xt), batch)]
-    return timed_passes(lambda: np.concatenate([forward(b).numpy().argmax(1) for b in batches]), repeat)
+    return fashion_mnist.timed_passes(lambda: np.concatenate([forward(b).numpy().argmax(1) for b in batches]), repeat)
 
 
 def write_int8_tflite(model, x, path, calibration_images):

@@ -8,7 +8,6 @@ import json
 import os
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "pipeline"))
 import fashion_mnist  # noqa: E402
@@ -63,12 +62,7 @@ def main():
             classes.append(interpreter.get_tensor(output_index).reshape(len(b), -1).argmax(1))
         return np.concatenate(classes)
 
-    classes = run_pass()  # warm-up
-    seconds = []
-    for _ in range(a.repeat):
-        start = time.perf_counter()
-        classes = run_pass()
-        seconds.append(time.perf_counter() - start)
+    classes, seconds = fashion_mnist.timed_passes(run_pass, a.repeat)
     if a.predictions:
         classes.astype("<i4").tofile(a.predictions)
     detail = inputs[0]

@@ -52,19 +52,10 @@ def quantize(model, engine, calibration):
     return convert_fx(prepared)
 
 
-def timed_passes(model, batches, repeat):
-    """One warm-up pass, then `repeat` timed ones; returns (top-1 classes, seconds per pass)."""
-    def run_pass():
-        return torch.cat([model(b).argmax(1) for b in batches])
-
+def classify(model, batches, repeat):
+    """Top-1 classes of every batch under inference_mode, one warm-up pass then `repeat` timed ones."""
     with torch.inference_mode():
-        classes = run_pass()
-        seconds = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            classes = run_pass()
-            seconds.append(time.perf_counter() - start)
-    return classes, seconds
+        return fashion_mnist.timed_passes(lambda: torch.cat([model(b).argmax(1) for b in batches]), repeat)
 
 
 def main():
@@ -78,12 +69,8 @@ def main():
     warnings.filterwarnings("ignore")  # torch.ao.quantization's deprecation notices would bury the result
     torch.set_num_threads(a.threads)
     torch.manual_seed(42)
-    x, y = fashion_mnist.load("train")
-    xt, yt = fashion_mnist.load("test")
-    x = torch.from_numpy(x.copy()).float().div_(255).unsqueeze(1)
-    y = torch.from_numpy(y.astype("int64"))
-    xt = torch.from_numpy(xt.copy()).float().div_(255).unsqueeze(1)
-    yt = torch.from_numpy(yt.astype("int64"))
+    x, y = fashion_mnist.torch_tensors("train")
+    xt, yt = fashion_mnist.torch_tensors("test")
     model = build_model()
     start = time.perf_counter()
     train(model, x, y, a.epochs)
@@ -100,7 +87,7 @@ def main():
             continue
         try:
             quantized = quantize(model, engine, calibration)
-            classes, seconds = timed_passes(quantized, batches, a.repeat)
+            classes, seconds = classify(quantized, batches, a.repeat)
         except Exception as e:  # one engine failing must not hide the others
             failures[engine] = f"{type(e).__name__}: {e}"
             continue

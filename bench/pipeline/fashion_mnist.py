@@ -3,6 +3,7 @@ import gzip
 import os
 import struct
 import sys
+import time
 
 import numpy as np
 
@@ -18,6 +19,27 @@ def load(split="train"):
         struct.unpack(">II", f.read(8))
         labels = np.frombuffer(f.read(), dtype=np.uint8)
     return images, labels
+
+
+def torch_tensors(split="train"):
+    """The split as PyTorch tensors: float32 images in [0, 1], NCHW, and int64 labels (torch imported here, so
+    TensorFlow processes can use this module)."""
+    import torch
+
+    images, labels = load(split)
+    return (torch.from_numpy(images.copy()).float().div_(255).unsqueeze(1),
+            torch.from_numpy(labels.astype("int64")))
+
+
+def timed_passes(run_pass, repeat):
+    """One warm-up pass, then `repeat` timed ones; returns (the last pass's result, seconds per timed pass)."""
+    result = run_pass()
+    seconds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = run_pass()
+        seconds.append(time.perf_counter() - start)
+    return result, seconds
 
 
 def png_folder(root):
