@@ -3,6 +3,7 @@
 #include "layers/registry.hpp"
 #include "loss.hpp"
 
+#include <algorithm>
 #include <set>
 
 namespace onednn {
@@ -51,6 +52,34 @@ std::string NodeSpec::where() const {
 
 void NodeSpec::fail(ramjet_status status, const std::string& message) const {
   onednn::fail(status, "graph: " + where() + ": " + message);
+}
+
+ConvGeometry conv_geometry(const NodeSpec& node, const Shape& input) {
+  if (input.size() != 3) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "conv2d needs an image [H, W, C] input, got " + shape_string(input));
+  ConvGeometry g;
+  g.H = input[0], g.W = input[1], g.C = input[2];
+  g.F = node.attr_int("filters");
+  g.kernel = node.attr_ints("kernel", 2);
+  g.strides = node.attr_ints("strides", 2, {1, 1});
+  g.padding = node.attr_ints("padding", 4, {0, 0, 0, 0});
+  g.dilation = node.attr_ints("dilation", 2, {1, 1});
+  g.G = node.attr_int("groups", 1);
+  const auto& k = g.kernel;
+  const auto& s = g.strides;
+  const auto& d = g.dilation;
+  const auto& pad = g.padding;
+  if (g.F < 1 || k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 || d[0] < 1 || d[1] < 1 || g.G < 1 ||
+      *std::min_element(pad.begin(), pad.end()) < 0)
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "filters, kernel, strides, dilation and groups must be >= 1, padding >= 0");
+  if (g.C % g.G != 0 || g.F % g.G != 0)
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "groups (" + std::to_string(g.G) + ") must divide the input channels (" +
+                                               std::to_string(g.C) + ") and filters (" + std::to_string(g.F) + ")");
+  const int64_t span_h = (k[0] - 1) * d[0] + 1, span_w = (k[1] - 1) * d[1] + 1;
+  if (g.H + pad[0] + pad[1] < span_h || g.W + pad[2] + pad[3] < span_w)
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the (dilated) kernel is larger than the padded input " + shape_string(input));
+  g.OH = (g.H + pad[0] + pad[1] - span_h) / s[0] + 1;
+  g.OW = (g.W + pad[2] + pad[3] - span_w) / s[1] + 1;
+  return g;
 }
 
 Shape NodeSpec::reshape_target(const Shape& input) const {

@@ -15,6 +15,15 @@ struct TensorSpec {
   Shape shape;
 };
 
+// A conv2d node's attributes, checked against its input [H, W, C], and the output size they give.
+struct ConvGeometry {
+  int64_t H = 0, W = 0, C = 0, F = 0, G = 1, OH = 0, OW = 0;
+  std::vector<int64_t> kernel, strides, padding, dilation;  // padding: top, bottom, left, right
+};
+
+struct NodeSpec;
+ConvGeometry conv_geometry(const NodeSpec& node, const Shape& input);
+
 struct NodeSpec {
   std::string name;
   std::string op;

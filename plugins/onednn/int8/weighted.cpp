@@ -77,20 +77,10 @@ class QConv2D : public WeightedStep {
  public:
   QConv2D(const NodeSpec& node, QBuilder& b) {
     QValue& in = only_input(node, b);
-    if (in.shape.size() != 3) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "conv2d needs an image [H, W, C] input");
-    const int64_t H = in.shape[0], W = in.shape[1], C = in.shape[2];
-    const int64_t F = node.attr_int("filters");
-    const auto k = node.attr_ints("kernel", 2);
-    const auto s = node.attr_ints("strides", 2, {1, 1});
-    const auto pad = node.attr_ints("padding", 4, {0, 0, 0, 0});
-    const auto d = node.attr_ints("dilation", 2, {1, 1});
-    const int64_t G = node.attr_int("groups", 1);
-    if (F < 1 || k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 || d[0] < 1 || d[1] < 1 || G < 1 || C % G || F % G ||
-        *std::min_element(pad.begin(), pad.end()) < 0)
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "bad filters, kernel, strides, dilation, groups or padding");
-    const int64_t OH = (H + pad[0] + pad[1] - ((k[0] - 1) * d[0] + 1)) / s[0] + 1;
-    const int64_t OW = (W + pad[2] + pad[3] - ((k[1] - 1) * d[1] + 1)) / s[1] + 1;
-    if (OH < 1 || OW < 1 || node.shape != Shape{OH, OW, F})
+    const ConvGeometry g = conv_geometry(node, in.shape);
+    const int64_t H = g.H, W = g.W, C = g.C, F = g.F, G = g.G, OH = g.OH, OW = g.OW;
+    const auto &k = g.kernel, &s = g.strides, &pad = g.padding, &d = g.dilation;
+    if (node.shape != Shape{OH, OW, F})
       node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape is " + shape_string({OH, OW, F}) + ", the graph says " +
                                                  shape_string(node.shape));
     checked_param(node, b, "kernel", true, {k[0], k[1], C / G, F}, true);

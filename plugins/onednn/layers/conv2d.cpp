@@ -17,26 +17,11 @@ class Conv2D : public WeightedLayer {
   Conv2D(const NodeSpec& node, LayerBuilder& b) {
     if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "conv2d takes one input");
     b.require_rank(3, "an image [H, W, C]");
-    const Shape& in = b.input(0).shape;
-    const int64_t H = in[0], W = in[1], C = in[2];
-    const int64_t F = node.attr_int("filters");
-    const auto k = node.attr_ints("kernel", 2);
-    const auto s = node.attr_ints("strides", 2, {1, 1});
-    const auto pad = node.attr_ints("padding", 4, {0, 0, 0, 0});
-    const auto d = node.attr_ints("dilation", 2, {1, 1});
-    const int64_t G = node.attr_int("groups", 1);
+    const ConvGeometry g = conv_geometry(node, b.input(0).shape);
+    const int64_t H = g.H, W = g.W, C = g.C, F = g.F, G = g.G, OH = g.OH, OW = g.OW;
+    const auto &k = g.kernel, &s = g.strides, &pad = g.padding, &d = g.dilation;
     const bool use_bias = node.attr_bool("use_bias", true);
     act_ = PostActivation(activation_spec(node.attr_string("activation", "linear"), node));
-    if (F < 1 || k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 || d[0] < 1 || d[1] < 1 || G < 1 ||
-        *std::min_element(pad.begin(), pad.end()) < 0)
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "filters, kernel, strides, dilation and groups must be >= 1, padding >= 0");
-    if (C % G != 0 || F % G != 0)
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "groups (" + std::to_string(G) + ") must divide the input channels (" +
-                                                 std::to_string(C) + ") and filters (" + std::to_string(F) + ")");
-    const int64_t span_h = (k[0] - 1) * d[0] + 1, span_w = (k[1] - 1) * d[1] + 1;
-    if (H + pad[0] + pad[1] < span_h || W + pad[2] + pad[3] < span_w)
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the (dilated) kernel is larger than the padded input " + shape_string(in));
-    const int64_t OH = (H + pad[0] + pad[1] - span_h) / s[0] + 1, OW = (W + pad[2] + pad[3] - span_w) / s[1] + 1;
     b.check_shape({OH, OW, F});
     Param& kernel = b.param("kernel", {k[0], k[1], C / G, F});
     Param* bias = use_bias ? &b.param("bias", {F}) : nullptr;
