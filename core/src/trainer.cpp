@@ -299,6 +299,13 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
     epoch_start = Clock::now();
   };
 
+  // The backend's gradient views stay valid for the program's life: fetched once, not every update.
+  std::optional<Example> gradient_views;
+  auto gradients = [&]() -> Example& {
+    if (!gradient_views) gradient_views = program->get_state("gradients");
+    return *gradient_views;
+  };
+
   while (!stopped_early) {
     std::optional<Example> batch = train.next_batch();
     if (!batch) break;
@@ -329,14 +336,12 @@ nlohmann::json train_model(const PipelineManifest& original, PluginRegistry& reg
     if (++micro == cfg.accumulate) {
       if (strategy && world > 1) {
         // Mean over replicas of each replica's mean gradient: the gradient of the global batch.
-        Example grads = program->get_state("gradients");
-        for (auto& g : grads.entries) strategy->all_reduce(g.tensor->dl_tensor, RAMJET_REDUCE_MEAN);
+        for (auto& g : gradients().entries) strategy->all_reduce(g.tensor->dl_tensor, RAMJET_REDUCE_MEAN);
       }
       float scale = 1.0f / (static_cast<float>(cfg.accumulate) * loss_scale);
       if (cfg.clip_norm > 0) {
         double sum = 0;
-        Example grads = program->get_state("gradients");
-        for (const auto& g : grads.entries) {
+        for (const auto& g : gradients().entries) {
           const DLTensor& t = g.tensor->dl_tensor;
           const float* v = static_cast<const float*>(first_byte(t));
           for (int64_t i = 0; i < element_count(t); ++i) sum += static_cast<double>(v[i]) * v[i];
