@@ -26,8 +26,10 @@
 extern "C" {
 #endif
 
-/* The ABI version this header describes. A host speaks a range of versions; a plugin picks one in it. */
-#define RAMJET_ABI_VERSION 1u
+/* The ABI version this header describes. A host speaks a range of versions; a plugin picks one in it.
+ * Version 2 appended ramjet_component.check_config and ramjet_backend_vtable.check_options (both optional), and the
+ * host now calls ramjet_precision_policy_vtable.layer_dtypes for every graph node. Version 1 plugins still load. */
+#define RAMJET_ABI_VERSION 2u
 
 /* The single exported symbol of every plugin library. */
 #define RAMJET_ENTRY_SYMBOL "ramjet_plugin_entry"
@@ -289,6 +291,16 @@ typedef struct ramjet_update_args {
   float gradient_scale;  /* multiply gradients by this before the update (1/loss_scale × clip factor) */
 } ramjet_update_args;
 
+/* Names the backend and the host agree on. A training forward with labels writes RAMJET_OUTPUT_LOSS (float32
+ * scalar, the batch mean) and, for classifiers, RAMJET_OUTPUT_CORRECT (int32 scalar, top-1 hits in the batch). */
+#define RAMJET_OUTPUT_LOSS "loss"
+#define RAMJET_OUTPUT_CORRECT "correct"
+/* The `which` of get_state/set_state. */
+#define RAMJET_STATE_PARAMETERS "parameters"
+#define RAMJET_STATE_GRADIENTS "gradients"
+#define RAMJET_STATE_OPTIMIZER "optimizer"
+#define RAMJET_STATE_BUFFERS "buffers"
+
 typedef struct ramjet_backend_vtable {
   RAMJET_VTABLE_HEAD;
   /* Compile a whole graph-IR JSON once. `options_json` carries precision, optimizer, batch size, threads. */
@@ -313,6 +325,12 @@ typedef struct ramjet_backend_vtable {
   /* Tap the named tensors (JSON array of names; "[]" clears) on every forward. Optional. */
   ramjet_status (*set_taps)(void* self, ramjet_program* program, const char* names_json, ramjet_tap_fn fn,
                             void* user, ramjet_error* error);
+  /* ABI 2. Optional. Judge compile options (the JSON compile() would receive, without the graph: "optimizer",
+   * "layer_dtypes", "threads", "batch") without compiling anything, so `ramjet validate` reports a bad optimizer
+   * option in the backend's own words. Writes into `out_problems` a JSON array of {"pointer", "message"} objects,
+   * pointers relative to the options object ("/optimizer/beta_1"); an empty array when all is well. Returns non-OK
+   * only when it could not judge at all. Needs no instance: `self` is not passed. Thread-safe. */
+  ramjet_status (*check_options)(const char* options_json, ramjet_buffer* out_problems, ramjet_error* error);
 } ramjet_backend_vtable;
 
 /* ---- the plugin descriptor -------------------------------------------------------------------------------- */
@@ -324,6 +342,12 @@ typedef struct ramjet_component {
   int32_t reserved_;
   const char* name;   /* unique within its kind across loaded plugins (see README: duplicate rule) */
   const void* vtable; /* points to the vtable struct of `kind`, e.g. ramjet_transform_vtable */
+  /* ABI 2. Optional. Judge a configuration without creating anything (what `ramjet validate` calls): `info` is
+   * exactly what create() would receive. Writes into `out_problems` a JSON array of {"pointer", "message"}
+   * objects, pointers relative to the configuration object ("/method"; "" for the object itself), messages in the
+   * component's own words without the location (the host prefixes file and pointer); an empty array when all is
+   * well. Returns non-OK only when it could not judge at all. No side effects: no file is opened. Thread-safe. */
+  ramjet_status (*check_config)(const ramjet_create_info* info, ramjet_buffer* out_problems, ramjet_error* error);
 } ramjet_component;
 
 typedef struct ramjet_plugin {
@@ -366,6 +390,9 @@ typedef ramjet_status (*ramjet_plugin_entry_fn)(const ramjet_host_api* host, uin
 #define RAMJET_BACKEND_VTABLE_V1_SIZE 88u
 #define RAMJET_COMPONENT_V1_SIZE 32u
 #define RAMJET_PLUGIN_V1_SIZE 40u
+/* What version 2 appended. */
+#define RAMJET_BACKEND_VTABLE_V2_SIZE 96u
+#define RAMJET_COMPONENT_V2_SIZE 40u
 
 #if defined(__cplusplus)
 #define RAMJET_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
@@ -404,8 +431,12 @@ RAMJET_STATIC_ASSERT(sizeof(ramjet_backward_args) == RAMJET_BACKWARD_ARGS_V1_SIZ
 RAMJET_STATIC_ASSERT(sizeof(ramjet_update_args) == RAMJET_UPDATE_ARGS_V1_SIZE, "ramjet_update_args v1 layout is frozen");
 RAMJET_STATIC_ASSERT(offsetof(ramjet_backend_vtable, compile) == 24, "backend v1 layout is frozen");
 RAMJET_STATIC_ASSERT(offsetof(ramjet_backend_vtable, set_taps) == 80, "backend v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_backend_vtable) == RAMJET_BACKEND_VTABLE_V1_SIZE, "backend v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_component) == RAMJET_COMPONENT_V1_SIZE, "ramjet_component v1 layout is frozen");
+RAMJET_STATIC_ASSERT(offsetof(ramjet_backend_vtable, check_options) == RAMJET_BACKEND_VTABLE_V1_SIZE,
+                     "backend v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_backend_vtable) == RAMJET_BACKEND_VTABLE_V2_SIZE, "backend v2 layout is frozen");
+RAMJET_STATIC_ASSERT(offsetof(ramjet_component, check_config) == RAMJET_COMPONENT_V1_SIZE,
+                     "ramjet_component v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_component) == RAMJET_COMPONENT_V2_SIZE, "ramjet_component v2 layout is frozen");
 RAMJET_STATIC_ASSERT(sizeof(ramjet_plugin) == RAMJET_PLUGIN_V1_SIZE, "ramjet_plugin v1 layout is frozen");
 #endif
 

@@ -35,19 +35,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ramjet/sdk/atomic_file.hpp>
+#include <ramjet/sdk/error.hpp>
+#include <ramjet/sdk/fields.hpp>
+
 namespace ramjet {
-
-// ---- errors ------------------------------------------------------------------------------------------------
-
-// Throw this from component code to choose the status; any other exception becomes RAMJET_ERR_INTERNAL.
-class Error : public std::runtime_error {
- public:
-  Error(ramjet_status status, const std::string& message) : std::runtime_error(message), status_(status) {}
-  ramjet_status status() const noexcept { return status_; }
-
- private:
-  ramjet_status status_;
-};
 
 // ---- the host table ----------------------------------------------------------------------------------------
 
@@ -266,6 +258,8 @@ class Config {
   bool has(std::string_view key) const { return json_.contains(std::string(key)); }
   // "<manifest>#/pointer/key" for messages.
   std::string where(std::string_view key) const { return where_ + "/" + std::string(key); }
+  // "<manifest>#/pointer" + a pointer relative to this configuration ("" for the configuration itself).
+  std::string where_pointer(std::string_view pointer) const { return where_ + std::string(pointer); }
   uint64_t seed() const { return seed_; }
   uint32_t num_threads() const { return num_threads_; }
 
@@ -360,11 +354,51 @@ ramjet_status guard(ramjet_error* error, F&& body) noexcept {
   }
 }
 
+// A component class may declare its configuration (`static ramjet::Fields fields();`) and add rules across fields
+// (`static void check(const nlohmann::json& config, ramjet::Problems& problems);`, run when the fields are fine).
+template <class T>
+concept DeclaresFields = requires { { T::fields() } -> std::convertible_to<Fields>; };
+template <class T>
+concept ChecksConfig = requires(const nlohmann::json& config, Problems& problems) { T::check(config, problems); };
+
+template <class T>
+Problems config_problems(const nlohmann::json& config) {
+  Problems problems;
+  if constexpr (DeclaresFields<T>) T::fields().check(config, "", problems);
+  if constexpr (ChecksConfig<T>)
+    if (problems.empty()) T::check(config, problems);
+  return problems;
+}
+
+// The check_config slot (ABI 2): the same judgement create() applies, without creating anything.
+template <class T>
+ramjet_status check_config(const ramjet_create_info* info, ramjet_buffer* out, ramjet_error* error) noexcept {
+  return guard(error, [&] {
+    if (info == nullptr || out == nullptr) throw Error(RAMJET_ERR_INVALID_ARGUMENT, "null check_config arguments");
+    Config config(*info);
+    assign(out, problems_to_json(config_problems<T>(config.json())).dump());
+  });
+}
+
+template <class T>
+inline constexpr auto check_config_slot = [] {
+  if constexpr (DeclaresFields<T> || ChecksConfig<T>) return &check_config<T>;
+  else return static_cast<decltype(&check_config<T>)>(nullptr);
+}();
+
 template <class T>
 ramjet_status create(const ramjet_create_info* info, void** out_self, ramjet_error* error) noexcept {
   return guard(error, [&] {
     if (info == nullptr || out_self == nullptr) throw Error(RAMJET_ERR_INVALID_ARGUMENT, "null create arguments");
     Config config(*info);
+    if constexpr (DeclaresFields<T> || ChecksConfig<T>) {
+      const Problems problems = config_problems<T>(config.json());
+      if (!problems.empty()) {
+        std::string text;
+        for (const auto& p : problems) text += (text.empty() ? "" : "\n") + config.where_pointer(p.pointer) + ": " + p.message;
+        throw Error(RAMJET_ERR_INVALID_ARGUMENT, text);
+      }
+    }
     *out_self = new T(config);
   });
 }
@@ -377,8 +411,9 @@ void destroy(void* self) noexcept {
 template <class T>
 T& self_of(void* self) { return *static_cast<T*>(self); }
 
-inline ramjet_component component(ramjet_component_kind kind, const char* name, const void* vtable) {
-  return {sizeof(ramjet_component), RAMJET_ABI_VERSION, kind, 0, name, vtable};
+template <class T>
+ramjet_component component(ramjet_component_kind kind, const char* name, const void* vtable) {
+  return {sizeof(ramjet_component), RAMJET_ABI_VERSION, kind, 0, name, vtable, check_config_slot<T>};
 }
 
 template <size_t N>
@@ -490,7 +525,7 @@ RAMJET_SDK_HIDDEN inline constexpr ramjet_data_source_vtable data_source_vtable 
 template <class T>
   requires RandomAccessSource<T> || SequentialSource<T>
 ramjet_component data_source(const char* name) {
-  return detail::component(RAMJET_KIND_DATA_SOURCE, name, &data_source_vtable<T>);
+  return detail::component<T>(RAMJET_KIND_DATA_SOURCE, name, &data_source_vtable<T>);
 }
 
 // ---- transform ---------------------------------------------------------------------------------------------
@@ -514,7 +549,7 @@ RAMJET_SDK_HIDDEN inline constexpr ramjet_transform_vtable transform_vtable = {s
 template <class T>
   requires requires(const T& t, Example& ex, uint64_t seed) { t.apply(ex, seed); }
 ramjet_component transform(const char* name) {
-  return detail::component(RAMJET_KIND_TRANSFORM, name, &transform_vtable<T>);
+  return detail::component<T>(RAMJET_KIND_TRANSFORM, name, &transform_vtable<T>);
 }
 
 // ---- precision_policy --------------------------------------------------------------------------------------
@@ -560,7 +595,7 @@ RAMJET_SDK_HIDDEN inline constexpr ramjet_precision_policy_vtable precision_poli
 
 template <class T>
 ramjet_component precision_policy(const char* name) {
-  return detail::component(RAMJET_KIND_PRECISION_POLICY, name, &precision_policy_vtable<T>);
+  return detail::component<T>(RAMJET_KIND_PRECISION_POLICY, name, &precision_policy_vtable<T>);
 }
 
 // ---- strategy ----------------------------------------------------------------------------------------------
@@ -618,7 +653,7 @@ RAMJET_SDK_HIDDEN inline constexpr ramjet_strategy_vtable strategy_vtable = {
 
 template <class T>
 ramjet_component strategy(const char* name) {
-  return detail::component(RAMJET_KIND_STRATEGY, name, &strategy_vtable<T>);
+  return detail::component<T>(RAMJET_KIND_STRATEGY, name, &strategy_vtable<T>);
 }
 
 // ---- quantizer and exporter --------------------------------------------------------------------------------
@@ -649,7 +684,7 @@ RAMJET_SDK_HIDDEN inline constexpr ramjet_quantizer_vtable quantizer_vtable = {s
 
 template <class T>
 ramjet_component quantizer(const char* name) {
-  return detail::component(RAMJET_KIND_QUANTIZER, name, &quantizer_vtable<T>);
+  return detail::component<T>(RAMJET_KIND_QUANTIZER, name, &quantizer_vtable<T>);
 }
 
 template <class T>
@@ -670,7 +705,7 @@ RAMJET_SDK_HIDDEN inline constexpr ramjet_exporter_vtable exporter_vtable = {siz
 
 template <class T>
 ramjet_component exporter(const char* name) {
-  return detail::component(RAMJET_KIND_EXPORTER, name, &exporter_vtable<T>);
+  return detail::component<T>(RAMJET_KIND_EXPORTER, name, &exporter_vtable<T>);
 }
 
 // ---- backend -----------------------------------------------------------------------------------------------
@@ -683,6 +718,8 @@ ramjet_component exporter(const char* name) {
 //   void get_state(std::string_view which, Example& out); void set_state(std::string_view which, Example& values);
 // Optional on T::Program: void set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, void* user)
 // (call the tap with a ramjet_error and throw a ramjet::Error carrying its status if it fails).
+// Optional on T: static void check_options(const nlohmann::json& options, ramjet::Problems& problems) — judges
+// compile options for `ramjet validate` (pointers relative to the options object).
 
 template <class T>
 struct BackendAdapter {
@@ -742,6 +779,12 @@ struct BackendAdapter {
     return detail::guard(error, [&] {
       program_of(p).set_taps(nlohmann::json::parse(names_json).get<std::vector<std::string>>(), fn, user);
     });
+  }  static ramjet_status check_options(const char* options_json, ramjet_buffer* out, ramjet_error* error) noexcept {
+    return detail::guard(error, [&] {
+      Problems problems;
+      T::check_options(nlohmann::json::parse(options_json ? options_json : "{}"), problems);
+      assign(out, problems_to_json(problems).dump());
+    });
   }
 };
 
@@ -751,11 +794,12 @@ RAMJET_SDK_HIDDEN inline constexpr ramjet_backend_vtable backend_vtable = {
     &BackendAdapter<T>::compile, &BackendAdapter<T>::program_destroy, &BackendAdapter<T>::forward,
     &BackendAdapter<T>::backward, &BackendAdapter<T>::optimizer_update, &BackendAdapter<T>::get_state,
     &BackendAdapter<T>::set_state,
-    RAMJET_SDK_OPTIONAL_SLOT((requires(typename T::Program& p, const std::vector<std::string>& n) { p.set_taps(n, ramjet_tap_fn{}, nullptr); }), &BackendAdapter<T>::set_taps)};
+    RAMJET_SDK_OPTIONAL_SLOT((requires(typename T::Program& p, const std::vector<std::string>& n) { p.set_taps(n, ramjet_tap_fn{}, nullptr); }), &BackendAdapter<T>::set_taps),
+    RAMJET_SDK_OPTIONAL_SLOT((requires(const nlohmann::json& options, Problems& problems) { T::check_options(options, problems); }), &BackendAdapter<T>::check_options)};
 
 template <class T>
 ramjet_component backend(const char* name) {
-  return detail::component(RAMJET_KIND_BACKEND, name, &backend_vtable<T>);
+  return detail::component<T>(RAMJET_KIND_BACKEND, name, &backend_vtable<T>);
 }
 
 }  // namespace ramjet
