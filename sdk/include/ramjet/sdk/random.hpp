@@ -2,6 +2,7 @@
 #ifndef RAMJET_SDK_RANDOM_HPP
 #define RAMJET_SDK_RANDOM_HPP
 
+#include <cmath>
 #include <cstdint>
 
 namespace ramjet {
@@ -24,6 +25,13 @@ class SeededRandom {
     if (hi <= lo) return lo;
     const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
     return static_cast<int64_t>(static_cast<uint64_t>(lo) + next_u64() % span);
+  }
+  // Normally distributed, by Box–Muller: exactly two draws per call and no value kept between calls, so the
+  // sequence depends only on the seed and the calls made, and sizeof(SeededRandom) stays one word.
+  float normal(float mean = 0.0f, float stddev = 1.0f) {
+    const double radius = std::sqrt(-2.0 * std::log(1.0 - uniform()));  // 1 - [0, 1) = (0, 1]: never log(0)
+    const double angle = 2.0 * 3.14159265358979323846 * uniform();
+    return static_cast<float>(mean + stddev * (radius * std::cos(angle)));
   }
 
  private:
