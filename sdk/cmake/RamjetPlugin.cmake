@@ -11,7 +11,8 @@
 #
 # Builds target ramjet_<name> as a MODULE library libramjet_<name>.so that exports only the entry symbol
 # (hidden visibility plus a version script), and writes <name>.json beside it, with the library path relative to
-# the manifest. The plugin's sources see RAMJET_PLUGIN_VERSION as a string macro.
+# the manifest. The plugin's sources see RAMJET_PLUGIN_VERSION as a string macro. Without a build type the plugin
+# is compiled with -O2 (see below).
 include_guard(GLOBAL)
 
 set(_RAMJET_PLUGIN_CMAKE_DIR "${CMAKE_CURRENT_LIST_DIR}")
@@ -28,8 +29,13 @@ function(ramjet_add_plugin name)
   if(NOT name MATCHES "^[A-Za-z0-9_.-]+$")
     message(FATAL_ERROR "ramjet_add_plugin(${name}): the name may use letters, digits, '_', '.' and '-' only")
   endif()
-  if(NOT DEFINED RAMJET_ABI_VERSION)
-    set(RAMJET_ABI_VERSION 2)
+  if(NOT DEFINED RAMJET_ABI_VERSION)  # in the source tree (the installed ramjetConfig.cmake sets it): read abi.h
+    file(STRINGS "${_RAMJET_PLUGIN_CMAKE_DIR}/../include/ramjet/abi.h" abi_define
+         REGEX "^#define RAMJET_ABI_VERSION [0-9]+u?$")
+    string(REGEX REPLACE "^#define RAMJET_ABI_VERSION ([0-9]+)u?$" "\\1" RAMJET_ABI_VERSION "${abi_define}")
+    if(NOT RAMJET_ABI_VERSION MATCHES "^[0-9]+$")
+      message(FATAL_ERROR "ramjet_add_plugin(${name}): cannot read RAMJET_ABI_VERSION from ramjet/abi.h")
+    endif()
   endif()
   if(NOT arg_ABI_MIN)
     set(arg_ABI_MIN ${RAMJET_ABI_VERSION})
@@ -66,6 +72,13 @@ function(ramjet_add_plugin name)
     LIBRARY_OUTPUT_DIRECTORY $<1:${arg_OUTPUT_DIR}>
     LINK_DEPENDS ${version_script})
   target_link_options(${target} PRIVATE "LINKER:--version-script=${version_script}" "LINKER:--exclude-libs,ALL")
+  # Optimised by default. A single-config project configured without a build type compiles with no -O flag at all,
+  # i.e. unoptimised, and a plugin's kernels run many times slower; so add -O2 then. A build type (or
+  # multi-config generator) chosen by the user wins, and so does an -O the user put in CMAKE_<LANG>_FLAGS.
+  get_property(multi_config GLOBAL PROPERTY GENERATOR_IS_MULTI_CONFIG)
+  if(NOT multi_config AND NOT CMAKE_BUILD_TYPE AND NOT "${CMAKE_CXX_FLAGS} ${CMAKE_C_FLAGS}" MATCHES "(^| )-O")
+    target_compile_options(${target} PRIVATE -O2)
+  endif()
   # Unresolved symbols fail at link time, not at load (sanitizer runtimes live in the executable, so not then).
   if(NOT RAMJET_SANITIZE)
     target_link_options(${target} PRIVATE "LINKER:-z,defs")
