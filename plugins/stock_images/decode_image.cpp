@@ -4,8 +4,14 @@
 
 namespace stock_images {
 
-DecodeImage::DecodeImage(const ramjet::Config& config)
-    : key_(config.get_or<std::string>("key", "image")), channels_(channels_from_config(config)) {}
+ramjet::Fields DecodeImage::fields() { return {ramjet::Field::string("key").fallback("image"), channels_field()}; }
+
+// create() has checked the configuration against fields(); here it is only read.
+DecodeImage::DecodeImage(const ramjet::Config& config) {
+  const nlohmann::json c = fields().with_defaults(config.json());
+  key_ = c.at("key").get<std::string>();
+  channels_ = c.at("channels").get<int>();
+}
 
 void DecodeImage::apply(ramjet::Example& example, uint64_t) const {
   DLTensor& in = example.get(key_);

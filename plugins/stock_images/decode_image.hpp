@@ -11,6 +11,7 @@ namespace stock_images {
 
 class DecodeImage {
  public:
+  static ramjet::Fields fields();
   explicit DecodeImage(const ramjet::Config& config);
   void apply(ramjet::Example& example, uint64_t seed) const;
 

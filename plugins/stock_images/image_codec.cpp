@@ -28,13 +28,12 @@ ramjet::Tensor decode_image(const uint8_t* data, size_t size, int channels, cons
                       what + ": not a PNG or JPEG image (byte 0 starts with " + head + ", no known signature)");
 }
 
-int channels_from_config(const ramjet::Config& config) {
-  const int channels = config.get_or<int>("channels", 0);
-  if (channels != 0 && channels != 1 && channels != 3)
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT,
-                        config.where("channels") + ": must be 0 (as stored), 1 (gray) or 3 (RGB), got " +
-                            std::to_string(channels));
-  return channels;
+ramjet::Field channels_field() {
+  return ramjet::Field::integer("channels").fallback(0).rule([](const nlohmann::json& v) -> std::optional<std::string> {
+    const double c = v.get<double>();
+    if (c != 0 && c != 1 && c != 3) return "must be 0 (as stored), 1 (gray) or 3 (RGB), got " + ramjet::quote_value(v);
+    return std::nullopt;
+  });
 }
 
 void check_image_size(uint64_t height, uint64_t width, uint64_t channels, const std::string& what) {

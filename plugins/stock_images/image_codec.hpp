@@ -29,8 +29,8 @@ ramjet::Tensor decode_image(const uint8_t* data, size_t size, int channels, cons
 ramjet::Tensor decode_png(const uint8_t* data, size_t size, int channels, const std::string& what);
 ramjet::Tensor decode_jpeg(const uint8_t* data, size_t size, int channels, const std::string& what);
 
-// Reads the "channels" field (0, 1 or 3; default 0) of a component configuration.
-int channels_from_config(const ramjet::Config& config);
+// The "channels" field (0 = as stored, 1 = gray, 3 = RGB; default 0) both components declare.
+ramjet::Field channels_field();
 
 // Refuses images whose pixel buffer would exceed the limit (a forged header must not allocate terabytes).
 void check_image_size(uint64_t height, uint64_t width, uint64_t channels, const std::string& what);

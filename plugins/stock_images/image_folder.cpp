@@ -19,13 +19,11 @@ std::string lower(std::string s) {
   return s;
 }
 
-std::set<std::string> extensions_from_config(const ramjet::Config& config) {
-  const auto list = config.get_or<std::vector<std::string>>("extensions", {"png", "jpg", "jpeg"});
-  if (list.empty()) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("extensions") + ": must not be empty");
+// ".png"-style, lower case; fields() has checked the list.
+std::set<std::string> extension_set(const nlohmann::json& list) {
   std::set<std::string> out;
-  for (std::string e : list) {
-    if (!e.empty() && e[0] == '.') e.erase(0, 1);
-    if (e.empty()) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("extensions") + ": empty extension");
+  for (std::string e : list.get<std::vector<std::string>>()) {
+    if (e[0] == '.') e.erase(0, 1);
     out.insert("." + lower(e));
   }
   return out;
@@ -73,12 +71,34 @@ auto read_file(const fs::path& path, Make&& make) {
 
 }  // namespace
 
-ImageFolder::ImageFolder(const ramjet::Config& config)
-    : decode_(config.get_or("decode", true)), channels_(channels_from_config(config)),
-      image_key_(config.get_or<std::string>("image_key", "image")),
-      label_key_(config.get_or<std::string>("label_key", "label")) {
+ramjet::Fields ImageFolder::fields() {
+  using ramjet::Field;
+  return {Field::string("root").required().doc("one subfolder per class; relative to the manifest"),
+          Field::array("extensions")
+              .fallback({"png", "jpg", "jpeg"})
+              .rule([](const nlohmann::json& v) -> std::optional<std::string> {
+                if (v.empty()) return "must not be empty";
+                for (const auto& e : v)
+                  if (!e.is_string() || e.get<std::string>().empty() || e.get<std::string>() == ".")
+                    return "must hold non-empty extension strings, got " + ramjet::quote_value(v);
+                return std::nullopt;
+              })
+              .doc("case-insensitive, with or without the dot"),
+          Field::boolean("decode").fallback(true).doc("false: the file's bytes as uint8 [N], for decode_image"),
+          channels_field(),
+          Field::string("image_key").fallback("image"),
+          Field::string("label_key").fallback("label")};
+}
+
+// create() has checked the configuration against fields(); here it is read, and the folders listed.
+ImageFolder::ImageFolder(const ramjet::Config& config) {
+  const nlohmann::json c = fields().with_defaults(config.json());
+  decode_ = c.at("decode").get<bool>();
+  channels_ = c.at("channels").get<int>();
+  image_key_ = c.at("image_key").get<std::string>();
+  label_key_ = c.at("label_key").get<std::string>();
   const fs::path root = config.path("root");
-  const std::set<std::string> extensions = extensions_from_config(config);
+  const std::set<std::string> extensions = extension_set(c.at("extensions"));
   try {
     if (!fs::is_directory(root))
       throw ramjet::Error(RAMJET_ERR_IO, config.where("root") + ": " + root.string() + " is not a directory");

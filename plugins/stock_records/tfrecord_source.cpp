@@ -15,13 +15,6 @@ namespace fs = std::filesystem;
 using Kind = TFRecordSource::Kind;
 using FeatureSpec = TFRecordSource::FeatureSpec;
 
-// JSON pointer token escaping (RFC 6901), for messages that name a feature's field.
-std::string pointer_token(const std::string& s) {
-  std::string out;
-  for (char c : s) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-  return out;
-}
-
 bool is_pattern(const std::string& s) { return s.find_first_of("*?[") != std::string::npos; }
 
 void add_files(const ramjet::Config& config, const std::string& entry, std::vector<fs::path>& out) {
@@ -46,66 +39,53 @@ void add_files(const ramjet::Config& config, const std::string& entry, std::vect
   out.insert(out.end(), found.begin(), found.end());  // glob sorts them
 }
 
+// fields() has checked the list; here the paths are resolved and the patterns expanded.
 std::vector<fs::path> files_from_config(const ramjet::Config& config) {
-  if (!config.has("files")) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("files") + ": required field is missing");
   const nlohmann::json& files = config.json().at("files");
   std::vector<fs::path> out;
-  if (files.is_string()) {
-    add_files(config, files.get<std::string>(), out);
-  } else if (files.is_array() && !files.empty()) {
-    for (const auto& f : files) {
-      if (!f.is_string())
-        throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("files") + ": entries must be strings");
-      add_files(config, f.get<std::string>(), out);
-    }
-  } else {
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT,
-                        config.where("files") + ": must be a path, a glob pattern or a non-empty array of them");
-  }
+  for (const auto& f : files.is_array() ? files : nlohmann::json::array({files})) add_files(config, f.get<std::string>(), out);
   return out;
 }
 
+// One entry of "features".
+ramjet::Fields feature_fields() {
+  using ramjet::Field;
+  return {Field::string("type").required().one_of({"bytes", "int64", "float"}),
+          Field::array("shape").rule([](const nlohmann::json& v) -> std::optional<std::string> {
+            int inferred = 0;
+            for (const auto& d : v) {
+              if (!d.is_number_integer() || d.get<int64_t>() < -1) return "dimensions must be integers >= -1";
+              inferred += d.get<int64_t>() == -1;
+            }
+            if (inferred > 1) return "at most one dimension may be -1";
+            return std::nullopt;
+          }).doc("fixes the value count; absent: 1-D with as many values as the record holds"),
+          Field::string("dtype").doc("bytes: any (reinterpreted); int64: an integer dtype, float32 or float64; "
+                                     "float: float32 or float64")};
+}
+
+// The dtype a feature of `kind` produces by default, and whether it can produce `dtype`.
+DLDataType default_dtype(Kind kind) {
+  return kind == Kind::bytes ? ramjet::dtype_of<uint8_t>()
+         : kind == Kind::int64 ? ramjet::dtype_of<int64_t>() : ramjet::dtype_of<float>();
+}
+bool can_produce(Kind kind, DLDataType d) {
+  const bool float32_or_64 = d.code == kDLFloat && (d.bits == 32 || d.bits == 64);
+  if (kind == Kind::float32) return float32_or_64;
+  if (kind == Kind::int64) return d.code == kDLInt || (d.code == kDLUInt && d.bits == 8) || float32_or_64;
+  return true;  // bytes: any dtype (the bytes are reinterpreted)
+}
+Kind kind_of(const std::string& type) {
+  return type == "bytes" ? Kind::bytes : type == "int64" ? Kind::int64 : Kind::float32;
+}
+
+// check() has judged every entry; here they are only read.
 std::vector<FeatureSpec> features_from_config(const ramjet::Config& config) {
-  if (!config.has("features") || !config.json().at("features").is_object() || config.json().at("features").empty())
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT,
-                        config.where("features") + ": required: an object mapping feature names to {\"type\": ...}");
   std::vector<FeatureSpec> out;
   for (const auto& [name, spec] : config.json().at("features").items()) {
-    const std::string at = "features/" + pointer_token(name);
-    auto bad = [&](const std::string& field, const std::string& why) {
-      return ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where(at + (field.empty() ? "" : "/" + field)) + ": " + why);
-    };
-    if (!spec.is_object()) throw bad("", "must be an object with a \"type\"");
-    FeatureSpec f{name, Kind::bytes, std::nullopt, ramjet::dtype_of<uint8_t>()};
-    const std::string type = spec.contains("type") && spec["type"].is_string() ? spec["type"].get<std::string>() : "";
-    if (type == "bytes") f = {name, Kind::bytes, std::nullopt, ramjet::dtype_of<uint8_t>()};
-    else if (type == "int64") f = {name, Kind::int64, std::nullopt, ramjet::dtype_of<int64_t>()};
-    else if (type == "float") f = {name, Kind::float32, std::nullopt, ramjet::dtype_of<float>()};
-    else throw bad("type", "must be \"bytes\", \"int64\" or \"float\"");
-
-    if (spec.contains("dtype")) {
-      const std::string dtype = spec["dtype"].is_string() ? spec["dtype"].get<std::string>() : "";
-      DLDataType d{};
-      bool ok = ramjet::parse_dtype(dtype, d);  // bytes: any dtype (the bytes are reinterpreted)
-      const bool float32_or_64 = d.code == kDLFloat && (d.bits == 32 || d.bits == 64);
-      if (ok && f.kind == Kind::float32) ok = float32_or_64;
-      if (ok && f.kind == Kind::int64) ok = d.code == kDLInt || (d.code == kDLUInt && d.bits == 8) || float32_or_64;
-      if (!ok) throw bad("dtype", "'" + dtype + "' is not a dtype a " + type + " feature can produce");
-      f.dtype = d;
-    }
-    if (spec.contains("shape")) {
-      const auto& s = spec["shape"];
-      if (!s.is_array()) throw bad("shape", "must be an array of dimensions");
-      std::vector<int64_t> dims;
-      int inferred = 0;
-      for (const auto& d : s) {
-        if (!d.is_number_integer() || d.get<int64_t>() < -1) throw bad("shape", "dimensions must be integers >= -1");
-        dims.push_back(d.get<int64_t>());
-        inferred += dims.back() == -1;
-      }
-      if (inferred > 1) throw bad("shape", "at most one dimension may be -1");
-      f.shape = std::move(dims);
-    }
+    FeatureSpec f{name, kind_of(spec.at("type")), std::nullopt, default_dtype(kind_of(spec.at("type")))};
+    if (spec.contains("dtype")) ramjet::parse_dtype(spec["dtype"].get<std::string>(), f.dtype);
+    if (spec.contains("shape")) f.shape = spec["shape"].get<std::vector<int64_t>>();
     out.push_back(std::move(f));
   }
   return out;
@@ -155,6 +135,40 @@ void convert(DLDataType dtype, const From* values, int64_t count, void* out, con
 
 }  // namespace
 
+ramjet::Fields TFRecordSource::fields() {
+  using ramjet::Field;
+  return {Field::any("files").required().rule([](const nlohmann::json& v) -> std::optional<std::string> {
+            if (v.is_string()) return std::nullopt;
+            if (!v.is_array() || v.empty())
+              return "must be a path, a glob pattern or a non-empty array of them, got " + ramjet::quote_value(v);
+            for (const auto& f : v)
+              if (!f.is_string()) return "entries must be strings, got " + ramjet::quote_value(f);
+            return std::nullopt;
+          }),
+          Field::object("features", ramjet::Fields().allow_unknown())
+              .required()
+              .rule([](const nlohmann::json& v) -> std::optional<std::string> {
+                if (v.empty()) return "must map at least one feature name to {\"type\": ...}";
+                return std::nullopt;
+              })};
+}
+
+void TFRecordSource::check(const nlohmann::json& config, ramjet::Problems& problems) {
+  const ramjet::Fields fields = feature_fields();
+  for (const auto& [name, spec] : config.at("features").items()) {
+    const std::string pointer = "/features/" + ramjet::pointer_token(name);
+    const size_t before = problems.size();
+    fields.check(spec, pointer, problems);
+    if (problems.size() != before || !spec.contains("dtype")) continue;
+    const std::string dtype = spec["dtype"];
+    DLDataType d{};
+    if (!ramjet::parse_dtype(dtype, d) || !can_produce(kind_of(spec["type"]), d))
+      problems.push_back({pointer + "/dtype", "'" + dtype + "' is not a dtype a " + spec["type"].get<std::string>() +
+                                                  " feature can produce"});
+  }
+}
+
+// create() has checked the configuration against fields() and check(); here the files are found.
 TFRecordSource::TFRecordSource(const ramjet::Config& config)
     : files_(files_from_config(config)), features_(features_from_config(config)),
       example_(std::make_unique<ramjet::tfexample::Example>()) {}

@@ -32,6 +32,8 @@ namespace stock_records {
 
 class TFRecordSource {
  public:
+  static ramjet::Fields fields();
+  static void check(const nlohmann::json& config, ramjet::Problems& problems);  // each entry of "features"
   explicit TFRecordSource(const ramjet::Config& config);
   ~TFRecordSource();
 

@@ -19,14 +19,24 @@ int64_t label_at(const IdxFile& f, int64_t i) {
 
 }  // namespace
 
-IdxSource::IdxSource(const ramjet::Config& config)
-    : images_(read_idx(config.path("images"))),
-      image_key_(config.get_or<std::string>("image_key", "image")),
-      label_key_(config.get_or<std::string>("label_key", "label")) {
+ramjet::Fields IdxSource::fields() {
+  using ramjet::Field;
+  return {Field::string("images").required().doc("IDX file, raw or gzipped; relative to the manifest"),
+          Field::string("labels").doc("1-D integer IDX file with one label per image"),
+          Field::string("image_key").fallback("image"),
+          Field::string("label_key").fallback("label"),
+          Field::integer("num_classes").at_least(1).doc("labels outside [0, num_classes) are corrupt data")};
+}
+
+// create() has checked the configuration against fields(); here it is read, and the files opened.
+IdxSource::IdxSource(const ramjet::Config& config) : images_(read_idx(config.path("images"))) {
+  const nlohmann::json c = fields().with_defaults(config.json());
+  image_key_ = c.at("image_key").get<std::string>();
+  label_key_ = c.at("label_key").get<std::string>();
   image_shape_.assign(images_.dims.begin() + 1, images_.dims.end());
   if (image_shape_.size() == 2) image_shape_.push_back(1);  // [H, W] -> [H, W, 1], as Keras expects
 
-  if (!config.has("labels")) return;
+  if (!c.contains("labels")) return;
   labels_ = read_idx(config.path("labels"));
   const IdxFile& labels = *labels_;
   const std::string name = labels.path.string();
@@ -36,9 +46,7 @@ IdxSource::IdxSource(const ramjet::Config& config)
     throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, name + ": holds " + std::to_string(labels.dims[0]) + " labels but " +
                                                      images_.path.string() + " holds " +
                                                      std::to_string(images_.dims[0]) + " images");
-  num_classes_ = config.get_or<int64_t>("num_classes", -1);
-  if (num_classes_ == 0 || num_classes_ < -1)
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("num_classes") + ": must be a positive integer");
+  num_classes_ = c.value("num_classes", int64_t{-1});
 }
 
 nlohmann::json IdxSource::element_spec() const {

@@ -17,6 +17,7 @@ namespace stock_sources {
 
 class IdxSource {
  public:
+  static ramjet::Fields fields();
   explicit IdxSource(const ramjet::Config& config);
   int64_t cardinality() const { return images_.dims[0]; }
   nlohmann::json element_spec() const;

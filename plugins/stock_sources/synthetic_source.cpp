@@ -21,36 +21,60 @@ uint64_t name_hash(const std::string& name) {
   return h;
 }
 
+// One entry of "tensors".
+ramjet::Fields tensor_fields() {
+  using ramjet::Field;
+  return {Field::array("shape").required().rule([](const nlohmann::json& v) -> std::optional<std::string> {
+            for (const auto& d : v)
+              if (!d.is_number_integer() || d.get<int64_t>() < 0)
+                return "must hold integer dimensions >= 0, got " + ramjet::quote_value(v);
+            return std::nullopt;
+          }),
+          Field::string("dtype").one_of({"float32", "float64", "uint8", "int32", "int64"}).fallback("float32"),
+          Field::number("low").fallback(0.0).doc("values are uniform in [low, high)"),
+          Field::number("high").fallback(1.0)};
+}
+
 }  // namespace
 
+ramjet::Fields SyntheticSource::fields() {
+  using ramjet::Field;
+  return {Field::integer("count").required().at_least(0).doc("elements"),
+          Field::object("tensors", ramjet::Fields().allow_unknown())
+              .required()
+              .rule([](const nlohmann::json& v) -> std::optional<std::string> {
+                if (v.empty()) return "must name at least one tensor";
+                return std::nullopt;
+              })
+              .doc("{\"<name>\": tensor_fields()}")};
+}
+
+void SyntheticSource::check(const nlohmann::json& config, ramjet::Problems& problems) {
+  const ramjet::Fields fields = tensor_fields();
+  for (const auto& [name, spec] : config.at("tensors").items()) {
+    const std::string pointer = "/tensors/" + ramjet::pointer_token(name);
+    const size_t before = problems.size();
+    fields.check(spec, pointer, problems);
+    if (problems.size() != before) continue;
+    const nlohmann::json t = fields.with_defaults(spec);
+    if (!(t.at("low").get<double>() < t.at("high").get<double>()))
+      problems.push_back({pointer, "low (" + t.at("low").dump() + ") must be below high (" + t.at("high").dump() + ")"});
+  }
+}
+
+// create() has checked the configuration against fields() and check(); here it is only read.
 SyntheticSource::SyntheticSource(const ramjet::Config& config)
     : count_(config.get<int64_t>("count")), seed_(config.seed()) {
-  if (count_ < 0) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("count") + ": must be >= 0");
-  const auto& specs = config.json().value("tensors", nlohmann::json::object());
-  if (!specs.is_object() || specs.empty())
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("tensors") + ": must be a non-empty object");
-  for (const auto& [name, spec] : specs.items()) {
-    const std::string where = config.where("tensors") + "/" + name;
-    TensorSpec t;
-    t.name = name;
-    try {
-      t.shape = spec.at("shape").get<std::vector<int64_t>>();
-      t.low = spec.value("low", 0.0);
-      t.high = spec.value("high", 1.0);
-      const std::string dtype = spec.value("dtype", std::string("float32"));
-      if (!ramjet::parse_dtype(dtype, t.dtype) ||
-          !(ramjet::same_dtype(t.dtype, ramjet::dtype_of<float>()) || ramjet::same_dtype(t.dtype, ramjet::dtype_of<double>()) ||
-            ramjet::same_dtype(t.dtype, ramjet::dtype_of<uint8_t>()) || ramjet::same_dtype(t.dtype, ramjet::dtype_of<int32_t>()) ||
-            ramjet::same_dtype(t.dtype, ramjet::dtype_of<int64_t>())))
-        throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT,
-                            where + "/dtype: unsupported '" + dtype + "' (float32, float64, uint8, int32, int64)");
-    } catch (const nlohmann::json::exception& e) {
-      throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, where + ": " + e.what());
-    }
-    for (int64_t d : t.shape)
-      if (d < 0) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, where + "/shape: dimensions must be >= 0");
-    if (!(t.low < t.high)) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, where + ": low must be below high");
-    tensors_.push_back(std::move(t));
+  const ramjet::Fields fields = tensor_fields();
+  for (const auto& [name, spec] : config.json().at("tensors").items()) {
+    const nlohmann::json t = fields.with_defaults(spec);
+    TensorSpec out;
+    out.name = name;
+    out.shape = t.at("shape").get<std::vector<int64_t>>();
+    out.low = t.at("low").get<double>();
+    out.high = t.at("high").get<double>();
+    ramjet::parse_dtype(t.at("dtype").get<std::string>(), out.dtype);
+    tensors_.push_back(std::move(out));
   }
 }
 

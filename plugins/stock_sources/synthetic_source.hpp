@@ -13,6 +13,8 @@ namespace stock_sources {
 
 class SyntheticSource {
  public:
+  static ramjet::Fields fields();
+  static void check(const nlohmann::json& config, ramjet::Problems& problems);  // each entry of "tensors"
   explicit SyntheticSource(const ramjet::Config& config);
   int64_t cardinality() const { return count_; }
   nlohmann::json element_spec() const;

@@ -18,17 +18,18 @@ float* float_image(ramjet::Example& example, const std::string& key, const char*
   return ramjet::data_as<float>(t);
 }
 
-double finite_number(const ramjet::Config& config, const char* key) {
-  const double v = config.get<double>(key);
-  if (!std::isfinite(v)) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where(key) + ": must be finite");
-  return v;
-}
-
 }  // namespace
 
-RandomBrightness::RandomBrightness(const ramjet::Config& config)
-    : key_(config.get_or<std::string>("key", "image")), max_delta_(finite_number(config, "max_delta")) {
-  if (max_delta_ < 0) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("max_delta") + ": must be >= 0");
+ramjet::Fields RandomBrightness::fields() {
+  using ramjet::Field;
+  return {Field::string("key").fallback("image"), Field::number("max_delta").required().at_least(0)};
+}
+
+// create() has checked the configuration against fields(); here it is only read.
+RandomBrightness::RandomBrightness(const ramjet::Config& config) {
+  const nlohmann::json c = fields().with_defaults(config.json());
+  key_ = c.at("key").get<std::string>();
+  max_delta_ = c.at("max_delta");
 }
 
 void RandomBrightness::apply(ramjet::Example& example, uint64_t seed) const {
@@ -39,12 +40,23 @@ void RandomBrightness::apply(ramjet::Example& example, uint64_t seed) const {
   for (int64_t i = 0; i < n; ++i) x[i] += delta;
 }
 
-RandomContrast::RandomContrast(const ramjet::Config& config)
-    : key_(config.get_or<std::string>("key", "image")), lower_(finite_number(config, "lower")),
-      upper_(finite_number(config, "upper")) {
-  if (lower_ < 0) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("lower") + ": must be >= 0");
-  if (upper_ < lower_)
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("upper") + ": must be >= lower");
+ramjet::Fields RandomContrast::fields() {
+  using ramjet::Field;
+  return {Field::string("key").fallback("image"), Field::number("lower").required().at_least(0),
+          Field::number("upper").required()};
+}
+
+void RandomContrast::check(const nlohmann::json& config, ramjet::Problems& problems) {
+  if (config.at("upper").get<double>() < config.at("lower").get<double>())
+    problems.push_back({"/upper", "must be >= lower (" + config.at("lower").dump() + "), got " + config.at("upper").dump()});
+}
+
+// create() has checked the configuration against fields() and check(); here it is only read.
+RandomContrast::RandomContrast(const ramjet::Config& config) {
+  const nlohmann::json c = fields().with_defaults(config.json());
+  key_ = c.at("key").get<std::string>();
+  lower_ = c.at("lower");
+  upper_ = c.at("upper");
 }
 
 void RandomContrast::apply(ramjet::Example& example, uint64_t seed) const {

@@ -17,6 +17,7 @@ namespace stock_transforms {
 
 class RandomBrightness {
  public:
+  static ramjet::Fields fields();
   explicit RandomBrightness(const ramjet::Config& config);
   void apply(ramjet::Example& example, uint64_t seed) const;
 
@@ -27,6 +28,8 @@ class RandomBrightness {
 
 class RandomContrast {
  public:
+  static ramjet::Fields fields();
+  static void check(const nlohmann::json& config, ramjet::Problems& problems);  // lower <= upper
   explicit RandomContrast(const ramjet::Config& config);
   void apply(ramjet::Example& example, uint64_t seed) const;
 

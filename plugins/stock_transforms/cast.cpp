@@ -31,13 +31,17 @@ void cast_into(DLTensor& in, const std::string& key, ramjet::Tensor& out) {
 
 }  // namespace
 
-Cast::Cast(const ramjet::Config& config) : key_(config.get_or<std::string>("key", "image")) {
-  const std::string name = config.get<std::string>("dtype");
-  if (!ramjet::parse_dtype(name, dtype_) ||
-      !(ramjet::same_dtype(dtype_, ramjet::dtype_of<float>()) || ramjet::same_dtype(dtype_, ramjet::dtype_of<double>()) ||
-        ramjet::same_dtype(dtype_, ramjet::dtype_of<int32_t>()) || ramjet::same_dtype(dtype_, ramjet::dtype_of<uint8_t>())))
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT,
-                        config.where("dtype") + ": unsupported '" + name + "' (float32, float64, int32, uint8)");
+ramjet::Fields Cast::fields() {
+  using ramjet::Field;
+  return {Field::string("key").fallback("image"),
+          Field::string("dtype").required().one_of({"float32", "float64", "int32", "uint8"})};
+}
+
+// create() has checked the configuration against fields(); here it is only read.
+Cast::Cast(const ramjet::Config& config) {
+  const nlohmann::json c = fields().with_defaults(config.json());
+  key_ = c.at("key").get<std::string>();
+  ramjet::parse_dtype(c.at("dtype").get<std::string>(), dtype_);
 }
 
 void Cast::apply(ramjet::Example& example, uint64_t) const {

@@ -7,16 +7,21 @@
 namespace stock_transforms {
 namespace {
 
-std::vector<float> per_channel(const ramjet::Config& config, const char* key, float fallback) {
-  if (!config.has(key)) return {fallback};
-  const auto& v = config.json().at(key);
-  std::vector<float> values;
-  if (v.is_number()) values.push_back(v.get<float>());
-  else if (v.is_array() && !v.empty() && std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_number(); }))
-    values = v.get<std::vector<float>>();
-  else
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where(key) + ": must be a number or an array of numbers");
-  return values;
+// A number or a non-empty array of numbers (one per channel), each `positive` if asked.
+ramjet::Field per_channel_field(const char* name, double fallback, bool positive) {
+  return ramjet::Field::any(name).fallback(fallback).rule([positive](const nlohmann::json& v) -> std::optional<std::string> {
+    const bool numbers = v.is_number() || (v.is_array() && !v.empty() &&
+                                           std::all_of(v.begin(), v.end(), [](const auto& x) { return x.is_number(); }));
+    if (!numbers) return "must be a number or an array of numbers, got " + ramjet::quote_value(v);
+    if (positive)
+      for (const auto& x : v.is_array() ? v : nlohmann::json::array({v}))
+        if (!(x.get<float>() > 0.0f)) return "must be positive, got " + ramjet::quote_value(v);
+    return std::nullopt;
+  });
+}
+
+std::vector<float> per_channel(const nlohmann::json& v) {
+  return v.is_number() ? std::vector<float>{v.get<float>()} : v.get<std::vector<float>>();
 }
 
 // y = x * a[c] + b[c], with a = scale / std and b = -mean / std folded per channel. The single-channel loop has
@@ -34,13 +39,19 @@ void affine(const T* __restrict x, float* __restrict y, int64_t n, const float* 
 
 }  // namespace
 
-Normalize::Normalize(const ramjet::Config& config)
-    : key_(config.get_or<std::string>("key", "image")), scale_(config.get_or("scale", 1.0f)),
-      mean_(per_channel(config, "mean", 0.0f)) {
-  for (float s : per_channel(config, "std", 1.0f)) {
-    if (!(s > 0.0f)) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("std") + ": must be positive");
-    inv_std_.push_back(1.0f / s);
-  }
+ramjet::Fields Normalize::fields() {
+  using ramjet::Field;
+  return {Field::string("key").fallback("image"), Field::number("scale").fallback(1.0),
+          per_channel_field("mean", 0.0, false), per_channel_field("std", 1.0, true)};
+}
+
+// create() has checked the configuration against fields(); here it is only read.
+Normalize::Normalize(const ramjet::Config& config) {
+  const nlohmann::json c = fields().with_defaults(config.json());
+  key_ = c.at("key").get<std::string>();
+  scale_ = c.at("scale").get<float>();
+  mean_ = per_channel(c.at("mean"));
+  for (float s : per_channel(c.at("std"))) inv_std_.push_back(1.0f / s);
 }
 
 void Normalize::apply(ramjet::Example& example, uint64_t) const {

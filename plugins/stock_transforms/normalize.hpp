@@ -11,6 +11,7 @@ namespace stock_transforms {
 
 class Normalize {
  public:
+  static ramjet::Fields fields();
   explicit Normalize(const ramjet::Config& config);
   void apply(ramjet::Example& example, uint64_t seed) const;
 

@@ -41,17 +41,17 @@ void set_one(ramjet::Tensor& out, int64_t index) { out.data<T>()[index] = T{1}; 
 
 }  // namespace
 
-OneHot::OneHot(const ramjet::Config& config)
-    : key_(config.get_or<std::string>("key", "label")), depth_(config.get<int64_t>("depth")) {
-  if (depth_ <= 0) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("depth") + ": must be positive");
-  const std::string name = config.get_or<std::string>("dtype", "float32");
-  const bool known = ramjet::parse_dtype(name, dtype_);
-  using ramjet::dtype_of, ramjet::same_dtype;
-  if (!known || !(same_dtype(dtype_, dtype_of<float>()) || same_dtype(dtype_, dtype_of<double>()) ||
-                  same_dtype(dtype_, dtype_of<int32_t>()) || same_dtype(dtype_, dtype_of<int64_t>()) ||
-                  same_dtype(dtype_, dtype_of<uint8_t>())))
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT,
-                        config.where("dtype") + ": unsupported '" + name + "' (float32, float64, int32, int64, uint8)");
+ramjet::Fields OneHot::fields() {
+  using ramjet::Field;
+  return {Field::string("key").fallback("label"), Field::integer("depth").required().at_least(1),
+          Field::string("dtype").one_of({"float32", "float64", "int32", "int64", "uint8"}).fallback("float32")};
+}
+
+// create() has checked the configuration against fields(); here it is only read.
+OneHot::OneHot(const ramjet::Config& config) : depth_(config.get<int64_t>("depth")) {
+  const nlohmann::json c = fields().with_defaults(config.json());
+  key_ = c.at("key").get<std::string>();
+  ramjet::parse_dtype(c.at("dtype").get<std::string>(), dtype_);
 }
 
 void OneHot::apply(ramjet::Example& example, uint64_t) const {

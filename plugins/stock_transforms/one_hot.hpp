@@ -11,6 +11,7 @@ namespace stock_transforms {
 
 class OneHot {
  public:
+  static ramjet::Fields fields();
   explicit OneHot(const ramjet::Config& config);
   void apply(ramjet::Example& example, uint64_t seed) const;
 

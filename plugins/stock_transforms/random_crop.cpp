@@ -6,22 +6,28 @@
 
 namespace stock_transforms {
 
-RandomCrop::RandomCrop(const ramjet::Config& config)
-    : key_(config.get_or<std::string>("key", "image")), padding_(config.get_or<int64_t>("padding", 0)) {
-  const nlohmann::json& size = config.json().contains("size") ? config.json().at("size") : nlohmann::json();
-  if (size.is_number_integer()) {
-    height_ = width_ = size.get<int64_t>();
-  } else if (size.is_array() && size.size() == 2 && size[0].is_number_integer() && size[1].is_number_integer()) {
-    height_ = size[0].get<int64_t>();
-    width_ = size[1].get<int64_t>();
-  } else {
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT,
-                        config.where("size") + (size.is_null() ? ": required field is missing"
-                                                               : ": must be an integer or an array [height, width]"));
-  }
-  if (height_ <= 0 || width_ <= 0)
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("size") + ": must be positive");
-  if (padding_ < 0) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("padding") + ": must be >= 0");
+ramjet::Fields RandomCrop::fields() {
+  using ramjet::Field;
+  return {Field::string("key").fallback("image"),
+          Field::any("size").required().rule([](const nlohmann::json& v) -> std::optional<std::string> {
+            const bool shaped = v.is_number_integer() || (v.is_array() && v.size() == 2 && v[0].is_number_integer() &&
+                                                          v[1].is_number_integer());
+            if (!shaped) return "must be an integer or an array [height, width], got " + ramjet::quote_value(v);
+            for (const auto& d : v.is_array() ? v : nlohmann::json::array({v}))
+              if (d.get<int64_t>() <= 0) return "must be positive, got " + ramjet::quote_value(v);
+            return std::nullopt;
+          }),
+          Field::integer("padding").at_least(0).fallback(0)};
+}
+
+// create() has checked the configuration against fields(); here it is only read.
+RandomCrop::RandomCrop(const ramjet::Config& config) {
+  const nlohmann::json c = fields().with_defaults(config.json());
+  key_ = c.at("key").get<std::string>();
+  padding_ = c.at("padding").get<int64_t>();
+  const nlohmann::json& size = c.at("size");
+  height_ = size.is_array() ? size[0].get<int64_t>() : size.get<int64_t>();
+  width_ = size.is_array() ? size[1].get<int64_t>() : size.get<int64_t>();
 }
 
 void RandomCrop::apply(ramjet::Example& example, uint64_t seed) const {

@@ -12,6 +12,7 @@ namespace stock_transforms {
 
 class RandomCrop {
  public:
+  static ramjet::Fields fields();
   explicit RandomCrop(const ramjet::Config& config);
   void apply(ramjet::Example& example, uint64_t seed) const;
 

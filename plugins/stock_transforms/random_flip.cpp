@@ -7,11 +7,19 @@
 
 namespace stock_transforms {
 
-RandomFlip::RandomFlip(const ramjet::Config& config)
-    : key_(config.get_or<std::string>("key", "image")), horizontal_(config.get_or("horizontal", true)),
-      vertical_(config.get_or("vertical", false)), probability_(config.get_or("probability", 0.5)) {
-  if (!(probability_ >= 0.0 && probability_ <= 1.0))
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("probability") + ": must be within [0, 1]");
+ramjet::Fields RandomFlip::fields() {
+  using ramjet::Field;
+  return {Field::string("key").fallback("image"), Field::boolean("horizontal").fallback(true),
+          Field::boolean("vertical").fallback(false), Field::number("probability").at_least(0).at_most(1).fallback(0.5)};
+}
+
+// create() has checked the configuration against fields(); here it is only read.
+RandomFlip::RandomFlip(const ramjet::Config& config) {
+  const nlohmann::json c = fields().with_defaults(config.json());
+  key_ = c.at("key").get<std::string>();
+  horizontal_ = c.at("horizontal");
+  vertical_ = c.at("vertical");
+  probability_ = c.at("probability");
 }
 
 void RandomFlip::apply(ramjet::Example& example, uint64_t seed) const {

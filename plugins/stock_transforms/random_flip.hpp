@@ -11,6 +11,7 @@ namespace stock_transforms {
 
 class RandomFlip {
  public:
+  static ramjet::Fields fields();
   explicit RandomFlip(const ramjet::Config& config);
   void apply(ramjet::Example& example, uint64_t seed) const;
 

@@ -50,12 +50,23 @@ void resize_into(const T* x, int64_t in_h, int64_t in_w, int64_t channels, float
 
 }  // namespace
 
-Resize::Resize(const ramjet::Config& config) : key_(config.get_or<std::string>("key", "image")) {
-  const auto size = config.get<std::vector<int64_t>>("size");
-  if (size.size() != 2 || size[0] <= 0 || size[1] <= 0)
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("size") + ": must be [height, width], both positive");
-  height_ = size[0];
-  width_ = size[1];
+ramjet::Fields Resize::fields() {
+  using ramjet::Field;
+  return {Field::string("key").fallback("image"),
+          Field::array("size").required().rule([](const nlohmann::json& v) -> std::optional<std::string> {
+            if (v.size() != 2 || !v[0].is_number_integer() || !v[1].is_number_integer() || v[0].get<int64_t>() <= 0 ||
+                v[1].get<int64_t>() <= 0)
+              return "must be [height, width], both positive integers, got " + ramjet::quote_value(v);
+            return std::nullopt;
+          })};
+}
+
+// create() has checked the configuration against fields(); here it is only read.
+Resize::Resize(const ramjet::Config& config) {
+  const nlohmann::json c = fields().with_defaults(config.json());
+  key_ = c.at("key").get<std::string>();
+  height_ = c.at("size")[0].get<int64_t>();
+  width_ = c.at("size")[1].get<int64_t>();
 }
 
 void Resize::apply(ramjet::Example& example, uint64_t) const {

@@ -12,6 +12,7 @@ namespace stock_transforms {
 
 class Resize {
  public:
+  static ramjet::Fields fields();
   explicit Resize(const ramjet::Config& config);
   void apply(ramjet::Example& example, uint64_t seed) const;
 
