@@ -127,6 +127,7 @@ TEST(TfliteQuantizer, MinMaxRangeIsWidenedToIncludeZero) {
   EXPECT_FLOAT_EQ(t["dense"]["scale"][0].get<float>(), 3.0f / 255.0f);
   EXPECT_EQ(t["dense"]["zero_point"][0], 127);
   EXPECT_EQ(qg["quantization"]["mode"], "full_integer");
+  EXPECT_EQ(qg["mode"], "full_integer");  // at the top level too, for the host
   EXPECT_EQ(qg["quantization"]["calibration"]["method"], "minmax");
   EXPECT_EQ(qg["quantization"]["calibration"]["batches"], 2);
   EXPECT_EQ(qg["quantization"]["version"], 1);
@@ -145,7 +146,7 @@ TEST(TfliteQuantizer, AsymmetricZeroPointFollowsTheSpecFormula) {
 }
 
 TEST(TfliteQuantizer, PercentileClipsAnOutlier) {
-  Quantizer minmax, percentile(json{{"method", "percentile"}, {"percentile", 99.99}});
+  Quantizer minmax, percentile(json{{"calibration", {{"method", "percentile"}, {"percentile", 99.99}}}});
   std::vector<float> x = ramp(100000, 0.0f, 1.0f);
   x.push_back(50.0f);  // one outlier in 100001 values
   for (Quantizer* q : {&minmax, &percentile}) {
@@ -167,7 +168,7 @@ TEST(TfliteQuantizer, PercentileClipsAnOutlier) {
 TEST(TfliteQuantizer, MseChoosesANarrowerRangeThanMinMaxOnAHeavyTail) {
   // Laplace samples: exponential tails whose rare extremes cost more rounding noise everywhere than clipping them
   // costs at the ends (at 8 bits the MSE-optimal clip is near 9.9 b, the largest of 200k samples near 12 b).
-  Quantizer minmax, mse(json{{"method", "mse"}});
+  Quantizer minmax, mse(json{{"calibration", {{"method", "mse"}}}});
   std::mt19937 rng(42);
   std::exponential_distribution<float> magnitude(1.0f);
   std::bernoulli_distribution negative(0.5);
@@ -439,6 +440,9 @@ TEST(TfliteQuantizer, DynamicRangeQuantizesOnlyKernels) {
   const Status s = q.quantize(dense_graph(), params, qg, qparams);  // no calibration needed
   ASSERT_TRUE(s.ok()) << s.message;
   EXPECT_EQ(qg["quantization"]["mode"], "dynamic_range");
+  EXPECT_EQ(qg["mode"], "dynamic_range");
+  EXPECT_EQ(qg["quantization"]["input_type"], "float32");
+  EXPECT_EQ(qg["quantization"]["output_type"], "float32");
   const json& t = qg["quantization"]["tensors"];
   EXPECT_EQ(t.size(), 1u);
   EXPECT_FLOAT_EQ(t["dense/kernel"]["scale"][0].get<float>(), 1.27f / 127.0f);
@@ -482,13 +486,22 @@ TEST(TfliteQuantizer, AnUnobservedTensorAsksForCalibration) {
 TEST(TfliteQuantizer, BadConfigurationAndInputsAreRefused) {
   PluginRegistry registry{DiscoveryOptions{{ramjet::test::stock_plugin_dir()}, {}, {}}};
   CreateArgs args;
-  args.config = {{"method", "entropy"}};
   args.where = "m.json#/export";
-  try {
-    QuantizerInstance bad(registry.component(RAMJET_KIND_QUANTIZER, "int8"), args);
-    FAIL() << "an unknown method was accepted";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("m.json#/export/method"), std::string::npos) << e.what();
+  // The configuration is /export less the core's keys: each refusal names its field under it.
+  const std::vector<std::pair<json, std::string>> refused = {
+      {{{"calibration", {{"method", "entropy"}}}}, "m.json#/export/calibration/method: must be one of minmax, percentile, mse"},
+      {{{"calibration", {{"percentile", 50}}}}, "m.json#/export/calibration/percentile: must be > 50"},
+      {{{"mode", "dynamic_range"}, {"output_type", "int8"}},
+       "m.json#/export/mode: dynamic_range keeps float32 inputs and outputs; drop input_type/output_type"},
+      {{{"method", "minmax"}}, "m.json#/export/method: unknown field 'method'"}};
+  for (const auto& [config, message] : refused) {
+    args.config = config;
+    try {
+      QuantizerInstance bad(registry.component(RAMJET_KIND_QUANTIZER, "int8"), args);
+      ADD_FAILURE() << config.dump() << " was accepted";
+    } catch (const std::exception& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
   }
 
   Quantizer q;

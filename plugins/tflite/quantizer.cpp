@@ -4,20 +4,18 @@
 #include "rewrite.hpp"
 #include "weights.hpp"
 
-#include <set>
 
 namespace tflite_plugin {
 namespace {
 
-std::string one_of(const ramjet::Config& config, const char* key, const char* fallback,
-                   const std::set<std::string>& allowed) {
-  const std::string value = config.get_or<std::string>(key, fallback);
-  if (!allowed.count(value)) {
-    std::string list;
-    for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where(key) + ": '" + value + "' is not one of " + list);
-  }
-  return value;
+const std::vector<std::string> kInterfaceTypes{"int8", "uint8", "float32"};
+
+// /export/calibration less the core's batches and data.
+ramjet::Fields calibration_fields() {
+  using ramjet::Field;
+  return {Field::string("method").one_of({"minmax", "percentile", "mse"}).fallback("minmax"),
+          Field::number("percentile").above(50).at_most(100).fallback(99.99)
+              .doc("percentile method: each tail is clipped at this percentile")};
 }
 
 bool pass_through(const std::string& op) {
@@ -59,21 +57,33 @@ void put_kernel(Output& out, ramjet::Example& out_params, const json& node, cons
 
 }  // namespace
 
-Int8Quantizer::Int8Quantizer(const ramjet::Config& config)
-    : calibration_(false) {
-  full_integer_ = one_of(config, "mode", "full_integer", {"full_integer", "dynamic_range"}) == "full_integer";
-  method_ = parse_range_method(config.get_or<std::string>("method", "minmax"), config.where("method"));
-  percentile_ = config.get_or("percentile", 99.99);
-  if (!(percentile_ > 50 && percentile_ <= 100))
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("percentile") + ": must be in (50, 100]");
-  input_type_ = one_of(config, "input_type", "int8", {"int8", "uint8", "float32"});
-  output_type_ = one_of(config, "output_type", "int8", {"int8", "uint8", "float32"});
+ramjet::Fields Int8Quantizer::fields() {
+  using ramjet::Field;
+  return {Field::string("mode").one_of({"full_integer", "dynamic_range"}).fallback("full_integer"),
+          Field::string("input_type").one_of(kInterfaceTypes).fallback("int8").doc("dynamic_range: float32 only"),
+          Field::string("output_type").one_of(kInterfaceTypes).fallback("int8").doc("dynamic_range: float32 only"),
+          Field::object("calibration", calibration_fields()).fallback(json::object())};
+}
+
+void Int8Quantizer::check(const json& config, ramjet::Problems& problems) {
+  if (config.value("mode", std::string()) != "dynamic_range") return;
+  for (const char* key : {"input_type", "output_type"})
+    if (config.contains(key) && config[key] != "float32") {
+      problems.push_back({"/mode", "dynamic_range keeps float32 inputs and outputs; drop input_type/output_type"});
+      return;
+    }
+}
+
+// create() has checked the configuration against fields() and check(); here it is only read.
+Int8Quantizer::Int8Quantizer(const ramjet::Config& config) : calibration_(false) {
+  const json c = fields().with_defaults(config.json());
+  const json calibration = calibration_fields().with_defaults(c.at("calibration"));
+  full_integer_ = c.at("mode") == "full_integer";
+  input_type_ = full_integer_ ? c.at("input_type").get<std::string>() : "float32";
+  output_type_ = full_integer_ ? c.at("output_type").get<std::string>() : "float32";
+  method_ = parse_range_method(calibration.at("method"), config.where("calibration/method"));
+  percentile_ = calibration.at("percentile").get<double>();
   calibration_ = Calibration(method_ != RangeMethod::minmax);
-  for (const auto& [key, value] : config.json().items()) {
-    (void)value;
-    static const std::set<std::string> known = {"type", "mode", "method", "percentile", "input_type", "output_type"};
-    if (!known.count(key)) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where(key) + ": unknown field for the int8 quantizer");
-  }
 }
 
 void Int8Quantizer::observe(std::string_view tensor, const DLTensor& value) {
@@ -142,12 +152,15 @@ json Int8Quantizer::quantize(const json& graph, ramjet::Example& params, ramjet:
     out.params[name] = {{"shape", tensor.shape}, {"dtype", "float32"}};
     out_params.set(name, make_tensor(tensor.shape, tensor.values));
   }
+  const char* mode = full_integer_ ? "full_integer" : "dynamic_range";
   qgraph["params"] = out.params;
+  // At the top level too, so the host can tell an int8-runnable qgraph without knowing this quantizer's words.
+  qgraph["mode"] = mode;
   qgraph["quantization"] = {
       {"version", 1},
-      {"mode", full_integer_ ? "full_integer" : "dynamic_range"},
-      {"input_type", full_integer_ ? input_type_ : "float32"},
-      {"output_type", full_integer_ ? output_type_ : "float32"},
+      {"mode", mode},
+      {"input_type", input_type_},
+      {"output_type", output_type_},
       {"calibration", {{"method", range_method_name(method_)}, {"batches", calibration_.batches()}}},
       {"tensors", out.tensors}};
   if (method_ == RangeMethod::percentile) qgraph["quantization"]["calibration"]["percentile"] = percentile_;

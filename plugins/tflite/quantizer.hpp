@@ -2,8 +2,12 @@
 // statistics of every tapped tensor; quantize() rewrites the graph, picks every tensor's int8 parameters and
 // quantizes the weights, returning the qgraph JSON and its parameters.
 //
-// Config: mode ("full_integer" | "dynamic_range"), method ("minmax" | "percentile" | "mse"), percentile (99.99),
-// input_type and output_type ("int8" | "uint8" | "float32", recorded for the exporter).
+// Config: the pipeline manifest's /export object less the core's own keys (quantizer, format, path, evaluate,
+// calibration/batches, calibration/data), every field optional — see fields() and docs/quantized-graph.md:
+//   {"mode": "full_integer" | "dynamic_range", "input_type": ..., "output_type": ...,
+//    "calibration": {"method": "minmax" | "percentile" | "mse", "percentile": 99.99}}
+// input_type and output_type ("int8" | "uint8" | "float32") are recorded for the exporter; dynamic_range keeps
+// float32 inputs and outputs.
 #pragma once
 
 #include "calibration.hpp"
@@ -18,15 +22,18 @@ namespace tflite_plugin {
 
 class Int8Quantizer {
  public:
+  static ramjet::Fields fields();
+  static void check(const nlohmann::json& config, ramjet::Problems& problems);  // rules across fields
+
   explicit Int8Quantizer(const ramjet::Config& config);
   void observe(std::string_view tensor, const DLTensor& value);
   nlohmann::json quantize(const nlohmann::json& graph, ramjet::Example& params, ramjet::Example& out_params);
 
  private:
-  bool full_integer_ = true;
-  RangeMethod method_ = RangeMethod::minmax;
-  double percentile_ = 99.99;
-  std::string input_type_ = "int8", output_type_ = "int8";
+  bool full_integer_;
+  RangeMethod method_;
+  double percentile_;
+  std::string input_type_, output_type_;
   Calibration calibration_;
 };
 
