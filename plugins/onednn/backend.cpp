@@ -19,17 +19,26 @@ void pin_openmp_runtime() {
 
 }  // namespace
 
+void CpuBackend::check_options(const nlohmann::json& options, ramjet::Problems& problems) {
+  for (auto& issue : option_issues(options)) problems.push_back(std::move(issue.problem));
+}
+
+// fields() has checked the configuration (create() refuses what check_config reports).
 CpuBackend::CpuBackend(const ramjet::Config& config)
     : threads_(config.get_or<int>("threads", static_cast<int>(config.num_threads()))) {
-  if (threads_ < 0) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, config.where("threads") + ": must be >= 0");
   pin_openmp_runtime();
 }
 
 std::unique_ptr<CpuBackend::Program> CpuBackend::compile(const nlohmann::json& graph, const nlohmann::json& options) {
-  if (int8::wants_int8(options))  // a qgraph: inference-only int8 (int8/program.hpp)
-    return std::make_unique<RoutedProgram>(std::make_unique<int8::QuantizedProgram>(graph, options, threads_));
-  return std::make_unique<RoutedProgram>(
-      std::make_unique<onednn::Program>(parse_graph(graph), parse_options(options), threads_));
+  if (int8::wants_int8(options)) {  // a qgraph: inference-only int8 (int8/program.hpp)
+    const CompileOptions o = parse_options(options, nullptr);
+    return std::make_unique<RoutedProgram>(
+        std::make_unique<int8::QuantizedProgram>(graph, o.batch, o.threads.value_or(threads_)));
+  }
+  Graph parsed = parse_graph(graph);
+  CompileOptions o = parse_options(options, &parsed);
+  const int threads = o.threads.value_or(threads_);
+  return std::make_unique<RoutedProgram>(std::make_unique<onednn::Program>(std::move(parsed), std::move(o), threads));
 }
 
 }  // namespace onednn

@@ -13,16 +13,15 @@ constexpr DLDataType kBfloat16{kDLBfloat, 16, 1};
 constexpr std::array<std::string_view, 5> kFloat32Ops{"softmax", "batch_norm", "sparse_softmax_cross_entropy", "mse",
                                                       "l1"};
 
-bool is_float32_op(const std::string& op, const nlohmann::json& layer) {
+}  // namespace
+
+bool keeps_float32(const std::string& op, const nlohmann::json& attrs) {
   for (std::string_view f : kFloat32Ops)
     if (op == f) return true;
   if (op.ends_with("_loss") || op.ends_with("_cross_entropy")) return true;
   // Keras's Activation("softmax") is a softmax.
-  const nlohmann::json* attrs = layer.contains("attrs") ? &layer["attrs"] : &layer;
-  return op == "activation" && attrs->is_object() && attrs->value("activation", std::string()) == "softmax";
+  return op == "activation" && attrs.is_object() && attrs.value("activation", std::string()) == "softmax";
 }
-
-}  // namespace
 
 ramjet_layer_dtypes MixedBfloat16Policy::layer_dtypes(const nlohmann::json& layer) const {
   if (!layer.is_object())
@@ -34,7 +33,7 @@ ramjet_layer_dtypes MixedBfloat16Policy::layer_dtypes(const nlohmann::json& laye
                                                          layer.value("name", std::string("(unnamed)")) +
                                                          " has no string 'op' (or 'type')");
   ramjet_layer_dtypes d{};
-  d.compute = is_float32_op(it->get<std::string>(), layer) ? kFloat32 : kBfloat16;
+  d.compute = keeps_float32(it->get<std::string>(), layer.contains("attrs") ? layer["attrs"] : layer) ? kFloat32 : kBfloat16;
   d.variable = kFloat32;  // master weights, gradients and optimizer slots
   return d;
 }

@@ -11,9 +11,14 @@
 
 namespace onednn {
 
+// Ops this backend keeps in float32 arithmetic whatever the precision: softmax (also as an activation), batch_norm's
+// statistics, and the losses. `attrs` is the node's attribute object (or a model-section layer itself).
+bool keeps_float32(const std::string& op, const nlohmann::json& attrs);
+
 class MixedBfloat16Policy {
  public:
-  explicit MixedBfloat16Policy(const ramjet::Config& /*config*/) {}  // nothing to configure
+  static ramjet::Fields fields() { return {}; }  // nothing to configure: any key is unknown
+  explicit MixedBfloat16Policy(const ramjet::Config& /*config*/) {}
 
   // `layer`: a graph-IR node ({"op": ...}) or a model-section layer ({"type": ...}); a loss ({"op":
   // "sparse_softmax_cross_entropy"}) is asked about the same way.

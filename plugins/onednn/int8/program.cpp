@@ -7,24 +7,6 @@
 namespace onednn::int8 {
 namespace {
 
-[[noreturn]] void invalid_option(const std::string& message) {
-  fail(RAMJET_ERR_INVALID_ARGUMENT, "compile options: " + message);
-}
-
-int64_t batch_option(const nlohmann::json& options) {
-  const auto it = options.find("batch");
-  if (it == options.end()) return 32;
-  if (!it->is_number_integer() || it->get<int64_t>() < 1) invalid_option("batch must be a positive integer");
-  return it->get<int64_t>();
-}
-
-int threads_option(const nlohmann::json& options, int fallback) {
-  const auto it = options.find("threads");
-  if (it == options.end() || it->is_null()) return fallback;
-  if (!it->is_number_integer() || it->get<int64_t>() < 0) invalid_option("threads must be an integer >= 0");
-  return it->get<int>();
-}
-
 // The float graph parser checks structure, names and shapes; it knows float32 parameters only, so it reads a copy
 // without the dtypes (QParamStore checks those).
 Graph parse_structure(const nlohmann::json& qgraph) {
@@ -50,12 +32,12 @@ bool wants_int8(const nlohmann::json& options) {
   return it != options.end() && it->is_string() && it->get<std::string>() == "int8";
 }
 
-QuantizedProgram::QuantizedProgram(const nlohmann::json& qgraph, const nlohmann::json& options, int threads)
+QuantizedProgram::QuantizedProgram(const nlohmann::json& qgraph, int64_t batch, int threads)
     : graph_(parse_structure(qgraph)),
       quant_(qgraph),
       params_(qgraph.contains("params") ? qgraph["params"] : nlohmann::json()),
-      batch_(batch_option(options)),
-      threads_(threads_option(options, threads)),
+      batch_(batch),
+      threads_(threads),
       engine_(dnnl::engine::kind::cpu, 0),
       stream_(engine_) {
   ThreadScope scope(threads_);

@@ -17,8 +17,8 @@ bool wants_int8(const nlohmann::json& options);
 
 class QuantizedProgram {
  public:
-  // `threads`: the backend's configuration; options' "threads" overrides it.
-  QuantizedProgram(const nlohmann::json& qgraph, const nlohmann::json& options, int threads);
+  // `batch` and `threads` from the compile options, read and checked by parse_options (options.hpp).
+  QuantizedProgram(const nlohmann::json& qgraph, int64_t batch, int threads);
 
   void forward(const ramjet_forward_args& args, ramjet::Example& inputs, ramjet::Example& outputs);
   [[noreturn]] void backward(const ramjet_backward_args& args);
@@ -35,8 +35,8 @@ class QuantizedProgram {
   Graph graph_;
   QuantTable quant_;
   QParamStore params_;
-  int64_t batch_ = 32;
-  int threads_ = 0;
+  int64_t batch_;
+  int threads_;
   dnnl::engine engine_;
   dnnl::stream stream_;
   std::map<int64_t, std::unique_ptr<QPlan>> plans_;
