@@ -1,0 +1,308 @@
+// The oneDNN "cpu" backend's gradients of every op against central differences of the loss.
+#include "ramjet/plugin/example.hpp"
+#include "onednn_harness.hpp"
+#include "onednn_models.hpp"
+
+#include <gtest/gtest.h>
+
+#include "ramjet/plugin/tensor.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace ramjet::core;
+using namespace ramjet::test::cpu_backend;
+
+namespace {
+
+// ---- gradient check ---------------------------------------------------------------------------------------
+
+struct GradCheck {
+  double tolerance = 1e-2;  // relative error of each parameter's gradient (as a vector)
+  double eps = 2e-3;        // central-difference step (also tried at half of it)
+  size_t samples = 48;      // entries checked per parameter (all when fewer)
+  float param_scale = 0.5f;
+};
+
+// Backward's gradients against central differences (f(p + h) - f(p - h)) / 2h of the forward's loss, in double,
+// for every parameter; each parameter's checked entries are compared as one vector. The difference is taken at
+// h = eps and h = eps / 2: where the two disagree, the step crossed a kink (relu, max, l1) and the entry says
+// nothing about the gradient, so it is left out (at most half may be). A wrong gradient still disagrees with both.
+void expect_gradients_match(const json& graph, Example inputs, int64_t batch, const GradCheck& c = {}) {
+  Harness h;
+  const Status compiled = h.compile(graph, adam_options(batch));
+  ASSERT_TRUE(compiled.ok()) << compiled.message;
+  Example params = random_params(graph, 1234, c.param_scale);
+  ASSERT_TRUE(h.set_state("parameters", params).ok());
+  Example out;
+  ASSERT_TRUE(h.forward(inputs, out, true).ok());
+  const Status b = h.backward();
+  ASSERT_TRUE(b.ok()) << b.message;
+  Example grads = h.state("gradients");
+
+  auto loss_with = [&](float* p, float value) -> double {
+    const float saved = *p;
+    *p = value;
+    EXPECT_TRUE(h.set_state("parameters", params).ok());
+    *p = saved;
+    Example o;
+    const Status s = h.forward(inputs, o, true);
+    EXPECT_TRUE(s.ok()) << s.message;
+    return scalar(o, "loss");
+  };
+  auto central = [&](float* p, double step) {
+    return (loss_with(p, *p + static_cast<float>(step)) - loss_with(p, *p - static_cast<float>(step))) / (2 * step);
+  };
+  std::mt19937 rng(99);
+  for (auto& entry : params.entries) {
+    const std::string& name = entry.name;
+    if (name.find("/moving_") != std::string::npos) continue;  // batch_norm statistics: no gradient
+    if (grads.find(name) == nullptr) {
+      ADD_FAILURE() << name << ": no gradient";
+      continue;
+    }
+    float* p = static_cast<float*>(entry.tensor->dl_tensor.data);
+    const size_t n = static_cast<size_t>(element_count(entry.tensor->dl_tensor));
+    std::vector<size_t> idx(n);
+    for (size_t i = 0; i < n; ++i) idx[i] = i;
+    std::shuffle(idx.begin(), idx.end(), rng);
+    idx.resize(std::min(n, c.samples));
+    const std::vector<float> g = values(grads, name);
+    double diff2 = 0, g2 = 0, fd2 = 0;
+    size_t kinks = 0;
+    for (size_t i : idx) {
+      const double wide = central(p + i, c.eps), fd = central(p + i, c.eps / 2);
+      if (std::fabs(wide - fd) > 1e-2 * std::max(std::fabs(wide), std::fabs(fd)) + 1e-4) {
+        ++kinks;
+        continue;
+      }
+      diff2 += (fd - g[i]) * (fd - g[i]);
+      g2 += static_cast<double>(g[i]) * g[i];
+      fd2 += fd * fd;
+    }
+    EXPECT_TRUE(h.set_state("parameters", params).ok());
+    EXPECT_LE(kinks, idx.size() / 2) << name << ": too many steps across kinks";
+    const double scale = std::sqrt(std::max(g2, fd2));
+    EXPECT_GT(scale, 1e-4) << name << ": the loss does not depend on it, so the check would prove nothing";
+    EXPECT_LT(std::sqrt(diff2) / scale, c.tolerance)
+        << name << ": |backward - finite differences| / |gradient| over " << idx.size() - kinks << " entries";
+  }
+}
+
+}  // namespace
+
+// ---- gradients against finite differences -----------------------------------------------------------------
+
+TEST(OnednnGradients, Dense) {
+  json g = Ir().input("x", {5}).dense("d1", "x", 5, 6, "tanh").dense("d2", "d1", 6, 3).classifier("d2");
+  expect_gradients_match(g, batch_of({5}, 4, 3, 1), 4);
+}
+
+TEST(OnednnGradients, DenseWithoutBiasAndFusedRelu) {
+  json g = Ir().input("x", {6}).dense("d1", "x", 6, 8, "relu", false).dense("d2", "d1", 8, 3).classifier("d2");
+  expect_gradients_match(g, batch_of({6}, 5, 3, 2), 5);
+}
+
+class OnednnConvGradients : public ::testing::TestWithParam<json> {};
+
+// conv_a (parameters) -> the conv under test -> flatten -> dense: conv_a's gradients prove the tested conv's
+// input gradient.
+TEST_P(OnednnConvGradients, MatchFiniteDifferences) {
+  json attrs = GetParam();
+  const int64_t C = 4, H = 7, W = 7;
+  const auto k = attrs["kernel"].get<Shape>();
+  const auto s = attrs.value("strides", Shape{1, 1});
+  const auto p = attrs.value("padding", Shape{0, 0, 0, 0});
+  const auto d = attrs.value("dilation", Shape{1, 1});
+  const int64_t F = attrs["filters"];
+  const int64_t OH = (H + p[0] + p[1] - ((k[0] - 1) * d[0] + 1)) / s[0] + 1;
+  const int64_t OW = (W + p[2] + p[3] - ((k[1] - 1) * d[1] + 1)) / s[1] + 1;
+  json g = Ir()
+               .input("x", {H, W, 2})
+               .conv("conv_a", "x", 2, {H, W, C},
+                     {{"filters", C}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "tanh"}})
+               .conv("conv_b", "conv_a", C, {OH, OW, F}, attrs)
+               .node("flat", "flatten", {"conv_b"}, {OH * OW * F})
+               .dense("out", "flat", OH * OW * F, 3)
+               .classifier("out");
+  expect_gradients_match(g, batch_of({H, W, 2}, 3, 3, 3), 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, OnednnConvGradients,
+    ::testing::Values(json{{"filters", 3}, {"kernel", {3, 3}}},
+                      json{{"filters", 4}, {"kernel", {3, 2}}, {"strides", {2, 1}}, {"padding", {1, 0, 2, 1}},
+                           {"activation", "relu"}},
+                      json{{"filters", 4}, {"kernel", {3, 3}}, {"dilation", {2, 2}}, {"padding", {2, 2, 2, 2}},
+                           {"activation", "sigmoid"}},
+                      json{{"filters", 6}, {"kernel", {3, 3}}, {"groups", 2}, {"activation", "gelu"}},
+                      json{{"filters", 8}, {"kernel", {3, 3}}, {"groups", 4}, {"padding", {1, 1, 1, 1}},
+                           {"activation", "relu6"}},  // depthwise, multiplier 2
+                      json{{"filters", 3}, {"kernel", {2, 2}}, {"use_bias", false}, {"activation", "tanh"}}));
+
+class OnednnPoolGradients : public ::testing::TestWithParam<std::pair<std::string, json>> {};
+
+TEST_P(OnednnPoolGradients, MatchFiniteDifferences) {
+  const auto& [op, attrs] = GetParam();
+  const int64_t H = 6, W = 5, C = 4;
+  Shape out{C};
+  if (op == "max_pool" || op == "avg_pool") {
+    const auto k = attrs["pool"].get<Shape>();
+    const auto s = attrs["strides"].get<Shape>();
+    const auto p = attrs["padding"].get<Shape>();
+    out = {(H + p[0] + p[1] - k[0]) / s[0] + 1, (W + p[2] + p[3] - k[1]) / s[1] + 1, C};
+  }
+  json g = Ir()
+               .input("x", {H, W, 2})
+               .conv("conv", "x", 2, {H, W, C}, {{"filters", C}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
+               .node("pool", op, {"conv"}, out, attrs)
+               .node("flat", "flatten", {"pool"}, {count_of(out)})
+               .dense("fc", "flat", count_of(out), 3)
+               .classifier("fc");
+  expect_gradients_match(g, batch_of({H, W, 2}, 3, 3, 4), 3);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, OnednnPoolGradients,
+    ::testing::Values(std::make_pair(std::string("max_pool"),
+                                     json{{"pool", {2, 2}}, {"strides", {2, 2}}, {"padding", {0, 0, 0, 1}}}),
+                      std::make_pair(std::string("max_pool"),
+                                     json{{"pool", {3, 3}}, {"strides", {1, 2}}, {"padding", {1, 1, 1, 1}}}),
+                      std::make_pair(std::string("avg_pool"),
+                                     json{{"pool", {3, 2}}, {"strides", {2, 1}}, {"padding", {1, 1, 0, 1}}}),
+                      std::make_pair(std::string("global_avg_pool"), json::object()),
+                      std::make_pair(std::string("global_max_pool"), json::object())));
+
+TEST(OnednnGradients, ReshapeBetweenConvolutions) {
+  // conv [6, 6, 4] -> reshape [12, 3, 4] -> conv -> reshape [-1] -> dense: the first reshape reads a blocked
+  // layout (reorders), the second a row-major one (shares the buffer).
+  json g = Ir()
+               .input("x", {6, 6, 2})
+               .conv("c1", "x", 2, {6, 6, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
+               .node("r1", "reshape", {"c1"}, {12, 3, 4}, {{"shape", {12, 3, 4}}})
+               .conv("c2", "r1", 4, {10, 2, 3}, {{"filters", 3}, {"kernel", {3, 2}}, {"activation", "tanh"}})
+               .node("r2", "reshape", {"c2"}, {60}, {{"shape", {-1}}})
+               .dense("fc", "r2", 60, 3)
+               .classifier("fc");
+  expect_gradients_match(g, batch_of({6, 6, 2}, 2, 3, 5), 2);
+}
+
+TEST(OnednnGradients, ReshapeOfAValueReadTwice) {
+  // d1 feeds a reshape and the add: the reshape may not hand d1's gradient buffer to its readers.
+  json g = Ir()
+               .input("x", {5})
+               .dense("d1", "x", 5, 6, "tanh")
+               .node("r", "reshape", {"d1"}, {2, 3}, {{"shape", {2, 3}}})
+               .node("f", "flatten", {"r"}, {6})
+               .node("sum", "add", {"f", "d1"}, {6})
+               .dense("d2", "sum", 6, 3)
+               .classifier("d2");
+  expect_gradients_match(g, batch_of({5}, 4, 3, 13), 4);
+}
+
+class OnednnActivationGradients : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OnednnActivationGradients, StandaloneNodeMatchesFiniteDifferences) {
+  json g = Ir()
+               .input("x", {6})
+               .dense("d1", "x", 6, 7)
+               .node("act", "activation", {"d1"}, {7}, {{"activation", GetParam()}})
+               .dense("d2", "act", 7, 3)
+               .classifier("d2");
+  expect_gradients_match(g, batch_of({6}, 4, 3, 6), 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Names, OnednnActivationGradients,
+                         ::testing::Values("linear", "relu", "relu6", "sigmoid", "tanh", "gelu", "elu", "swish",
+                                           "softplus"));
+
+TEST(OnednnGradients, ResidualAddWithFanOut) {
+  // c1 feeds both c2 and the add: its gradient is the sum of two contributions.
+  json g = Ir()
+               .input("x", {5, 5, 3})
+               .conv("c1", "x", 3, {5, 5, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "tanh"}})
+               .conv("c2", "c1", 4, {5, 5, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "relu"}})
+               .node("sum", "add", {"c1", "c2"}, {5, 5, 4})
+               .node("gap", "global_avg_pool", {"sum"}, {4})
+               .dense("fc", "gap", 4, 3)
+               .classifier("fc");
+  expect_gradients_match(g, batch_of({5, 5, 3}, 3, 3, 7), 3);
+}
+
+TEST(OnednnGradients, AddOfInputAndLayer) {
+  // One addend is a graph input (no gradient wanted), in nhwc, the other a conv output.
+  json g = Ir()
+               .input("x", {4, 4, 16})
+               .conv("c", "x", 16, {4, 4, 16}, {{"filters", 16}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
+               .node("sum", "add", {"x", "c"}, {4, 4, 16})
+               .node("flat", "flatten", {"sum"}, {256})
+               .dense("fc", "flat", 256, 3)
+               .classifier("fc");
+  expect_gradients_match(g, batch_of({4, 4, 16}, 2, 3, 8), 2, GradCheck{1e-2, 2e-3, 48, 0.2f});
+}
+
+TEST(OnednnGradients, Softmax) {
+  json g = Ir()
+               .input("x", {5})
+               .dense("d1", "x", 5, 6)
+               .node("sm", "softmax", {"d1"}, {6})
+               .dense("d2", "sm", 6, 3)
+               .classifier("d2");
+  expect_gradients_match(g, batch_of({5}, 4, 3, 9), 4, GradCheck{1e-2, 2e-3, 48, 1.5f});
+}
+
+TEST(OnednnGradients, DropoutWithAFixedSeed) {
+  json g = Ir()
+               .input("x", {8})
+               .dense("d1", "x", 8, 16, "tanh")
+               .node("drop", "dropout", {"d1"}, {16}, {{"rate", 0.5}})
+               .dense("d2", "drop", 16, 3)
+               .classifier("d2");
+  expect_gradients_match(g, batch_of({8}, 4, 3, 10), 4);
+}
+
+TEST(OnednnGradients, MseAndL1Losses) {
+  for (const char* loss : {"mse", "l1"}) {
+    SCOPED_TRACE(loss);
+    json g = Ir().input("x", {5}).dense("d1", "x", 5, 6, "sigmoid").dense("d2", "d1", 6, 2).regression("d2", loss);
+    std::mt19937 rng(12);
+    Example in;
+    put(in, "x", {4, 5}, uniform(20, rng));
+    put(in, "target", {4, 2}, uniform(8, rng, -2.0f, 2.0f));
+    expect_gradients_match(g, std::move(in), 4);
+  }
+}
+
+TEST(OnednnGradients, ConcatOfTwoBranches) {
+  // Both branches read c1 (fan-out), and their concatenation is read in NHWC order by flatten.
+  json g = Ir()
+               .input("x", {5, 5, 2})
+               .conv("c1", "x", 2, {5, 5, 3}, {{"filters", 3}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "tanh"}})
+               .conv("c2", "c1", 3, {5, 5, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
+               .node("cat", "concat", {"c1", "c2"}, {5, 5, 7}, {{"axis", -1}})
+               .node("flat", "flatten", {"cat"}, {175})
+               .dense("fc", "flat", 175, 3)
+               .classifier("fc");
+  expect_gradients_match(g, batch_of({5, 5, 2}, 3, 3, 14), 3);
+}
+
+TEST(OnednnGradients, BatchNormOnImagesAndVectors) {
+  Ir images;
+  // No bias before a batch_norm: it would cancel out (a zero gradient proves nothing).
+  images.input("x", {5, 5, 2}).conv("c", "x", 2, {5, 5, 4},
+                                    {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"use_bias", false}});
+  images.batch_norm("bn", "c", {5, 5, 4})
+      .node("act", "activation", {"bn"}, {5, 5, 4}, {{"activation", "tanh"}})
+      .node("flat", "flatten", {"act"}, {100})
+      .dense("fc", "flat", 100, 3);
+  expect_gradients_match(images.classifier("fc"), batch_of({5, 5, 2}, 3, 3, 15), 3);
+
+  Ir vectors;
+  vectors.input("x", {6}).dense("d1", "x", 6, 5, "linear", false);
+  vectors.batch_norm("bn", "d1", {5}).dense("d2", "bn", 5, 3, "linear");
+  expect_gradients_match(vectors.classifier("d2"), batch_of({6}, 8, 3, 16), 8);
+}

@@ -1,0 +1,94 @@
+// The oneDNN "cpu" backend trains: a small CNN learns a separable problem, a smaller last batch computes what the
+// full batch does, and the MNIST-shaped CNN's loss falls. How fast a step runs is measured in bench/train/cnn_step.cpp.
+#include "ramjet/plugin/example.hpp"
+#include "onednn_harness.hpp"
+#include "onednn_models.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+using namespace ramjet::core;
+using namespace ramjet::test::cpu_backend;
+
+TEST(OnednnTraining, SmallCnnLearnsASeparableProblemAndTakesASmallerLastBatch) {
+  Harness h(kDefaultThreads);
+  const json g = small_cnn();
+  ASSERT_TRUE(h.compile(g, adam_options(32)).ok());
+  Example params = random_params(g, 3, 0.3f);
+  ASSERT_TRUE(h.set_state("parameters", params).ok());
+  std::mt19937 rng(21);
+  std::vector<float> losses;
+  for (int step = 1; step <= 50; ++step) {
+    Example batch = separable_batch(32, {8, 8, 1}, rng), out;
+    ASSERT_TRUE(h.forward(batch, out, true, static_cast<uint64_t>(step)).ok());
+    losses.push_back(scalar(out, "loss"));
+    ASSERT_TRUE(h.backward().ok());
+    ASSERT_TRUE(h.update(step, 0.01f).ok());
+  }
+  const double first = (losses[0] + losses[1] + losses[2]) / 3, last = (losses[47] + losses[48] + losses[49]) / 3;
+  EXPECT_LT(last, 0.4 * first) << "loss went from " << first << " to " << last;
+
+  // The last batch of an epoch: 10 examples on a program compiled for 32.
+  Example small = separable_batch(10, {8, 8, 1}, rng), out;
+  const Status f = h.forward(small, out, true, 99);
+  ASSERT_TRUE(f.ok()) << f.message;
+  const DLTensor* fc = out.find("fc");
+  ASSERT_NE(fc, nullptr);
+  EXPECT_EQ(fc->shape[0], 10);
+  EXPECT_TRUE(std::isfinite(scalar(out, "loss")));
+  const DLTensor* correct = out.find("correct");
+  ASSERT_NE(correct, nullptr);
+  EXPECT_EQ(correct->dtype.code, kDLInt);
+  EXPECT_GE(*static_cast<const int32_t*>(correct->data), 8);  // it learned the problem
+  ASSERT_TRUE(h.backward().ok());
+  ASSERT_TRUE(h.update(51, 0.01f).ok());
+}
+
+TEST(OnednnTraining, ASmallerBatchComputesWhatTheFullBatchDoes) {
+  Harness h;
+  const json g = small_cnn();
+  ASSERT_TRUE(h.compile(g, adam_options(16)).ok());
+  Example params = random_params(g, 4, 0.3f);
+  ASSERT_TRUE(h.set_state("parameters", params).ok());
+  std::mt19937 rng(22);
+  Example full = separable_batch(16, {8, 8, 1}, rng), out_full, part, out_part;
+  const auto x = values(full, "x");
+  put(part, "x", {5, 8, 8, 1}, std::vector<float>(x.begin(), x.begin() + 5 * 64));
+  ASSERT_TRUE(h.forward(full, out_full, false).ok());
+  ASSERT_TRUE(h.forward(part, out_part, false).ok());
+  const auto a = values(out_full, "fc"), b = values(out_part, "fc");
+  expect_near_all(b, std::vector<float>(a.begin(), a.begin() + 10), 1e-5, "fc of the first 5 examples");
+  EXPECT_EQ(out_part.find("loss"), nullptr) << "no labels, no loss";
+}
+
+TEST(OnednnTraining, MnistShapedCnnLossFalls) {
+  // The brief's model: conv 3x3x32 relu -> max_pool 2 -> flatten -> dense 128 relu -> dense 10, batch 128.
+  json g = Ir()
+               .input("x", {28, 28, 1})
+               .conv("conv2d", "x", 1, {26, 26, 32}, {{"filters", 32}, {"kernel", {3, 3}}, {"activation", "relu"}})
+               .node("max_pool2d", "max_pool", {"conv2d"}, {13, 13, 32},
+                     {{"pool", {2, 2}}, {"strides", {2, 2}}, {"padding", {0, 0, 0, 0}}})
+               .node("flatten", "flatten", {"max_pool2d"}, {5408})
+               .dense("dense", "flatten", 5408, 128, "relu")
+               .dense("dense_1", "dense", 128, 10)
+               .classifier("dense_1");
+  Harness h(kDefaultThreads);
+  ASSERT_TRUE(h.compile(g, adam_options(128)).ok());
+  Example params = random_params(g, 5, 0.05f);
+  ASSERT_TRUE(h.set_state("parameters", params).ok());
+  std::mt19937 rng(23);
+  std::vector<Example> batches;
+  for (int i = 0; i < 4; ++i) batches.push_back(separable_batch(128, {28, 28, 1}, rng));
+  std::vector<float> losses;
+  for (int step = 1; step <= 24; ++step) {
+    Example out;
+    ASSERT_TRUE(h.forward(batches[step % 4], out, true, static_cast<uint64_t>(step)).ok());
+    ASSERT_TRUE(h.backward().ok());
+    ASSERT_TRUE(h.update(step, 0.001f).ok());
+    losses.push_back(scalar(out, "loss"));
+  }
+  EXPECT_LT(losses.back(), 0.5 * losses.front()) << "loss went from " << losses.front() << " to " << losses.back();
+}

@@ -1,0 +1,44 @@
+#include "onednn_models.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace ramjet::test::cpu_backend {
+
+json adam_options(int64_t batch) {
+  return {{"batch", batch}, {"precision", "float32"},
+          {"optimizer", {{"type", "adam"}, {"beta_1", 0.9}, {"beta_2", 0.999}, {"epsilon", 1e-7}}}};
+}
+
+// Every parameter of the graph, uniform in [-scale, scale].
+Example random_params(const json& graph, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  Example e;
+  for (const auto& [name, spec] : graph["params"].items()) {
+    const Shape shape = spec["shape"].get<Shape>();
+    put(e, name, shape, uniform(static_cast<size_t>(count_of(shape)), rng, -scale, scale));
+  }
+  return e;
+}
+
+json small_cnn() {
+  return Ir()
+      .input("x", {8, 8, 1})
+      .conv("conv", "x", 1, {6, 6, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"activation", "relu"}})
+      .node("pool", "max_pool", {"conv"}, {3, 3, 4}, {{"pool", {2, 2}}, {"strides", {2, 2}}, {"padding", {0, 0, 0, 0}}})
+      .node("flat", "flatten", {"pool"}, {36})
+      .dense("fc", "flat", 36, 2)
+      .classifier("fc");
+}
+
+void expect_near_all(const std::vector<float>& got, const std::vector<float>& want, double tol, const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::fabs(got[i] - want[i]) > tol * (1.0 + std::fabs(want[i])) && bad++ < 5)
+      ADD_FAILURE() << what << "[" << i << "]: got " << got[i] << ", want " << want[i];
+}
+
+}  // namespace ramjet::test::cpu_backend
