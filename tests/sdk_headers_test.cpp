@@ -452,6 +452,9 @@ RAMJET_PLUGIN("headers_test", "1.2.3",
               ramjet::detail::component<Nothing>(RAMJET_KIND_TRANSFORM, "nothing", &nothing_vtable))
 
 TEST(SdkHeaders, PluginEntryNegotiatesTheNewestCommonVersion) {
+  struct Forget {  // the table below dies with this test, whichever way it ends
+    ~Forget() { ramjet::detail::host_table.store(nullptr); }
+  } forget;
   ramjet_host_api host{};
   host.struct_size = sizeof host;
   host.abi_version = RAMJET_ABI_VERSION;
@@ -469,7 +472,6 @@ TEST(SdkHeaders, PluginEntryNegotiatesTheNewestCommonVersion) {
             RAMJET_ERR_VERSION_MISMATCH);
   host.struct_size = 16;  // too small to be a host table at all
   EXPECT_EQ(ramjet_plugin_entry(&host, 1, 2, &plugin, nullptr), RAMJET_ERR_VERSION_MISMATCH);
-  ramjet::detail::host_table.store(nullptr);  // the table above dies with this test
 }
 #endif
 
