@@ -1,9 +1,10 @@
 // The ABI seen from both sides: a pure-C plugin loads and runs; the C++ SDK turns every exception into a status
 // and message; the host API keeps its ownership promises.
-#include "ramjet/core/components.hpp"
-#include "ramjet/core/failure.hpp"
-#include "ramjet/core/host_api.hpp"
-#include "ramjet/core/input_pipeline.hpp"
+#include "ramjet/plan/plan.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/plugin/host_api.hpp"
+#include "ramjet/data/input_pipeline.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -30,8 +31,8 @@ TEST(PureCPlugin, LoadsAndRunsThroughTheCore) {
                                        {{"source", {{"type", "c_counter"}, {"count", 10}}},
                                         {"map", {{{"type", "c_scale"}, {"factor", 2.5}}}},
                                         {"batch", 4}}}}}});
-  require_valid(manifest, registry);
-  InputPipeline pipeline(manifest, "/data/train", registry, 7);
+  const Plan plan = require_plan(manifest, registry);
+  InputPipeline pipeline(*plan.train_data, registry, 7);
   std::vector<float> seen;
   std::vector<int64_t> batch_sizes;
   while (auto batch = pipeline.next_batch()) {

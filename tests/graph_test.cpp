@@ -1,7 +1,7 @@
 // The model section becomes a graph IR: Keras's shape rules, names and parameter counts, DAGs through named
 // inputs, clear errors at the offending layer's JSON pointer, and seeded initialisation.
-#include "ramjet/core/failure.hpp"
-#include "ramjet/core/graph.hpp"
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/model/graph.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@ class GraphTest : public ::testing::Test {
   TempDir dir;
   Graph build(const nlohmann::json& model) {
     write_file(dir / "m.json", nlohmann::json{{"model", model}}.dump());
-    return build_graph(load_pipeline_manifest(dir / "m.json"));
+    return build_graph(model, Origin{dir / "m.json"});
   }
   // The error for a model that must be refused: "<file>#<pointer>: <message>".
   std::string error(const nlohmann::json& model) {

@@ -37,7 +37,7 @@ nlohmann::json synthetic_manifest() {
 TEST(HostCli, VersionAndHelp) {
   auto v = host("--version");
   EXPECT_EQ(v.exit_code, 0);
-  contains(v.output, "ramjet 0.1.0 (plugin ABI 1)");
+  contains(v.output, "ramjet 0.1.0 (plugin ABI 2)");
   auto h = host("--help");
   EXPECT_EQ(h.exit_code, 0);
   contains(h.output, "validate MANIFEST");
@@ -61,7 +61,7 @@ TEST(HostCli, PluginsJsonListsEveryFieldPerPlugin) {
   ASSERT_TRUE(by_name.count("entry_fails")) << r.output;
   const auto& s = by_name["stock_sources"];
   EXPECT_EQ(s["version"], "0.1.0");
-  EXPECT_EQ(s["abi"], (nlohmann::json{{"min", 1}, {"max", 1}}));
+  EXPECT_EQ(s["abi"], (nlohmann::json{{"min", 2}, {"max", 2}}));
   EXPECT_EQ(s["library"], (stock_plugin_dir() / "libramjet_stock_sources.so").string());
   EXPECT_EQ(s["components"]["data_source"], (nlohmann::json{"idx", "synthetic"}));
   EXPECT_EQ(s["status"], "ok");
@@ -89,9 +89,9 @@ TEST(HostCli, ValidateReportsEveryProblemWithFileAndPointer) {
   const std::string file = (dir / "bad.json").string();
   contains(r.output, "4 problems in " + file);
   contains(r.output, file + "#/bogus: unknown field");
-  contains(r.output, file + "#/data/train/batch: must be a positive integer, got 0");
+  contains(r.output, file + "#/data/train/batch: must be >= 1, got 0");
   contains(r.output, file + "#/data/train/map/0/type: no plugin provides transform 'no_such_transform'");
-  contains(r.output, file + "#/data/train/shuffle: must be a non-negative integer, got \"yes\"");
+  contains(r.output, file + "#/data/train/shuffle: must be an integer, got \"yes\"");
 }
 
 TEST(HostCli, ValidateRejectsMalformedJsonWithByteOffset) {
@@ -130,7 +130,7 @@ TEST(HostCli, BadSetIsUsageError) {
   contains(r.output, "expected POINTER=VALUE");
   auto invalid = host("run " + quote((dir / "p.json").string()) + " --set /data/train/batch=-1");
   EXPECT_EQ(invalid.exit_code, 2);
-  contains(invalid.output, "#/data/train/batch: must be a positive integer, got -1");
+  contains(invalid.output, "#/data/train/batch: must be >= 1, got -1");
 }
 
 TEST(HostCli, PluginLoadFailureAtRunIsRuntimeFailure) {

@@ -1,7 +1,8 @@
 // The core's source -> map -> batch loop: batch sizes, remainders, epochs, and deterministic per-element seeds.
-#include "ramjet/core/batch.hpp"
-#include "ramjet/core/failure.hpp"
-#include "ramjet/core/input_pipeline.hpp"
+#include "ramjet/plan/plan.hpp"
+#include "ramjet/data/batch.hpp"
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/data/input_pipeline.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -23,23 +24,21 @@ class InputPipelineTest : public ::testing::Test {
               {"tensors", {{"image", {{"shape", {2, 3, 1}}, {"dtype", "float32"}}}}}}},
             {"batch", batch}};
   }
-  PipelineManifest manifest(const nlohmann::json& train, uint64_t seed = 1) {
+  Plan manifest(const nlohmann::json& train, uint64_t seed = 1) {
     nlohmann::json doc = {{"seed", seed}, {"data", {{"train", train}}}};
     write_file(dir / "p.json", doc.dump());
-    auto m = load_pipeline_manifest(dir / "p.json");
-    require_valid(m, registry);
-    return m;
+    return require_plan(load_pipeline_manifest(dir / "p.json"), registry);
   }
   std::vector<int64_t> batch_sizes(const nlohmann::json& train) {
     auto m = manifest(train);
-    InputPipeline p(m, "/data/train", registry, 1);
+    InputPipeline p(*m.train_data, registry, 1);
     std::vector<int64_t> sizes;
     while (auto b = p.next_batch()) sizes.push_back(b->find("image")->shape[0]);
     return sizes;
   }
   std::vector<float> all_values(const nlohmann::json& train, uint64_t seed) {
     auto m = manifest(train, seed);
-    InputPipeline p(m, "/data/train", registry, seed);
+    InputPipeline p(*m.train_data, registry, seed);
     std::vector<float> values;
     while (auto b = p.next_batch()) {
       const DLTensor* t = b->find("image");

@@ -1,9 +1,9 @@
 // Discovery and loading: every way a plugin can be broken gets a clear message naming the file, and never a
 // crash. Listing reads manifests only; libraries load lazily and stay loaded while a component lives.
-#include "ramjet/core/components.hpp"
-#include "ramjet/core/failure.hpp"
-#include "ramjet/core/plugin_listing.hpp"
-#include "ramjet/core/plugin_registry.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/plugin/plugin_listing.hpp"
+#include "ramjet/plugin/plugin_registry.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -85,15 +85,15 @@ TEST(Loader, MissingAndMistypedFieldsAreSkippedWithPointers) {
 
 TEST(Loader, AbiRangeWithNoOverlapIsSkippedAndExplainedWhenAsked) {
   TempDir dir;
-  add_plugin(dir, "future", fixture_library("c_plugin"), {{"transform", {"c_scale"}}}, 2, 3);
+  add_plugin(dir, "future", fixture_library("c_plugin"), {{"transform", {"c_scale"}}}, 3, 4);
   auto registry = registry_of({dir.path()});
-  contains(only_entry(registry).status, "skipped: ABI range 2..3 does not overlap the host's 1..1");
+  contains(only_entry(registry).status, "skipped: ABI range 3..4 does not overlap the host's 1..2");
   try {
     registry.component(RAMJET_KIND_TRANSFORM, "c_scale");
     FAIL() << "a plugin outside the ABI range must not load";
   } catch (const InvalidInput& e) {
     contains(e.what(), "plugin 'future'");
-    contains(e.what(), "ABI range 2..3");
+    contains(e.what(), "ABI range 3..4");
   }
 }
 

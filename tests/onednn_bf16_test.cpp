@@ -2,10 +2,10 @@
 // the same graph in float32 (bf16 keeps 8 bits of mantissa, so they agree to about 1e-2), training that learns,
 // host-visible state that stays float32, the "mixed_bfloat16" precision_policy component's answers, and
 // mixed_float16 refused.
-#include "ramjet/core/components.hpp"
-#include "ramjet/core/example.hpp"
-#include "ramjet/core/host_api.hpp"
-#include "ramjet/core/tensor.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/example.hpp"
+#include "ramjet/plugin/host_api.hpp"
+#include "ramjet/plugin/tensor.hpp"
 #include "onednn_harness.hpp"
 #include "test_support.hpp"
 

@@ -2,10 +2,10 @@
 // C ABI: small quantized graphs built here, with float weights quantized by the contract's rules, against an int8
 // reference written with TFLite's integer arithmetic (int32 accumulation, fixed-point requantization, zero points,
 // activation clamps). Also: batch-size changes, parameter errors, and the training calls it refuses.
-#include "ramjet/core/components.hpp"
-#include "ramjet/core/example.hpp"
-#include "ramjet/core/host_api.hpp"
-#include "ramjet/core/tensor.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/example.hpp"
+#include "ramjet/plugin/host_api.hpp"
+#include "ramjet/plugin/tensor.hpp"
 #include "onednn_harness.hpp"
 #include "test_support.hpp"
 

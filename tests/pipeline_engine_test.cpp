@@ -1,8 +1,9 @@
 // The input pipeline engine: the same output at any parallelism, shards that cover everything once, exact
 // resumption, caches that persist and invalidate, interleave order, skipping bad elements, autotuning limits.
-#include "ramjet/core/failure.hpp"
-#include "ramjet/core/input_pipeline.hpp"
-#include "ramjet/core/shuffle.hpp"
+#include "ramjet/plan/plan.hpp"
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/data/input_pipeline.hpp"
+#include "ramjet/data/shuffle.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -40,16 +41,14 @@ class PipelineEngine : public ::testing::Test {
   TempDir dir;
   uint64_t seed = 17;
 
-  PipelineManifest manifest(const nlohmann::json& train) {
+  Plan manifest(const nlohmann::json& train) {
     nlohmann::json doc = {{"seed", seed}, {"data", {{"train", train}}}};
     write_file(dir / "p.json", doc.dump());
-    auto m = load_pipeline_manifest(dir / "p.json");
-    require_valid(m, registry);
-    return m;
+    return require_plan(load_pipeline_manifest(dir / "p.json"), registry);
   }
   std::unique_ptr<InputPipeline> open(const nlohmann::json& train) {
     auto m = manifest(train);
-    return std::make_unique<InputPipeline>(m, "/data/train", registry, seed);
+    return std::make_unique<InputPipeline>(*m.train_data, registry, seed);
   }
   std::vector<BatchBytes> all_batches(const nlohmann::json& train) {
     auto p = open(train);

@@ -1,5 +1,5 @@
 // Plugin manifests are read without loading anything; every problem names the file and the JSON pointer.
-#include "ramjet/core/plugin_manifest.hpp"
+#include "ramjet/plugin/plugin_manifest.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // image_folder and decode_image: class folders and labels, exact PNG round-trips, JPEG within codec error, channel
 // conversion, and corrupt files that must come back as errors naming the file, never as a dead process.
-#include "ramjet/core/components.hpp"
-#include "ramjet/core/failure.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/failure.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>

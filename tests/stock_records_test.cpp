@@ -4,9 +4,9 @@
 // The writer below frames records and encodes tf.train.Example by hand from the protobuf wire format, independent
 // of the plugin's generated classes, so a wrong field number in example.proto would fail these tests.
 #include "../plugins/stock_records/crc32c.hpp"
-#include "ramjet/core/components.hpp"
-#include "ramjet/core/failure.hpp"
-#include "ramjet/core/host_api.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/plugin/host_api.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>

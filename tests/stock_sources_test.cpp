@@ -1,6 +1,6 @@
 // The idx and synthetic sources: real Fashion-MNIST, and every way an IDX file can be broken.
-#include "ramjet/core/components.hpp"
-#include "ramjet/core/failure.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/failure.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>

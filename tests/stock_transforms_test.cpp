@@ -1,7 +1,7 @@
 // normalize, random_flip, cast, random_crop, random_brightness, random_contrast, resize and one_hot compute what
 // they promise, on tiny hand-checked inputs.
-#include "ramjet/core/components.hpp"
-#include "ramjet/core/failure.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/failure.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>

@@ -1,10 +1,11 @@
 // The exported Fashion-MNIST model, checked by software nobody on this team wrote: LiteRT (the TensorFlow Lite
 // runtime) and Arm NN 20.08's TfLiteParser agree with ramjet's own int8 inference, and flatc decodes the file
 // against the schema. One model is trained (one epoch) and exported for the whole suite.
-#include "ramjet/core/checkpoint.hpp"
-#include "ramjet/core/model_export.hpp"
-#include "ramjet/core/pipeline_manifest.hpp"
-#include "ramjet/core/trainer.hpp"
+#include "ramjet/plan/plan.hpp"
+#include "ramjet/train/checkpoint.hpp"
+#include "ramjet/deploy/model_export.hpp"
+#include "ramjet/plan/pipeline_manifest.hpp"
+#include "ramjet/train/trainer.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -85,8 +86,8 @@ class TfliteEndToEnd : public ::testing::Test {
     text = replaced(text, "TEST_IMAGES", fashion_mnist("t10k-images-idx3-ubyte.gz").string());
     text = replaced(text, "TEST_LABELS", fashion_mnist("t10k-labels-idx1-ubyte.gz").string());
     write_file(*dir_ / "m.json", text);
-    PipelineManifest manifest = load_pipeline_manifest(*dir_ / "m.json");
     PluginRegistry registry{DiscoveryOptions{{stock_plugin_dir()}, {}, {}}};
+    const Plan manifest = require_plan(load_pipeline_manifest(*dir_ / "m.json"), registry);
     Example trained;
     TrainOptions options;
     options.trained_parameters = &trained;

@@ -2,10 +2,10 @@
 // against the vendored schema (operators, versions, tensors, quantization, buffers, metadata), the edges for
 // uint8/float32 interfaces, dynamic-range (weights-only int8) models, atomic writes, and LiteRT loading and
 // running what it wrote.
-#include "ramjet/core/components.hpp"
-#include "ramjet/core/example.hpp"
-#include "ramjet/core/host_api.hpp"
-#include "ramjet/core/tensor.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/example.hpp"
+#include "ramjet/plugin/host_api.hpp"
+#include "ramjet/plugin/tensor.hpp"
 #include "quantizer_calls.hpp"
 #include "test_support.hpp"
 

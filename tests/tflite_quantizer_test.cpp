@@ -1,10 +1,10 @@
 // The int8 quantizer (plugin tflite) through the C ABI: calibrated ranges (min-max, percentile, MSE), activation,
 // weight and bias parameters per the TFLite 8-bit spec, the rewrites (dropout, relu fusion, batch-norm folding),
 // dynamic range, and errors that name the node or tensor.
-#include "ramjet/core/components.hpp"
-#include "ramjet/core/example.hpp"
-#include "ramjet/core/host_api.hpp"
-#include "ramjet/core/tensor.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/example.hpp"
+#include "ramjet/plugin/host_api.hpp"
+#include "ramjet/plugin/tensor.hpp"
 #include "quantizer_calls.hpp"
 #include "test_support.hpp"
 

@@ -1,10 +1,11 @@
 // The trainer, driven through an exact reference backend (tests/fixtures/linear_backend.cpp): it learns, reports
 // what the issue asks for, makes k accumulated micro-batches equal one k-times larger batch, clips, and resumes
 // after SIGKILL to the same weights as an uninterrupted run.
-#include "ramjet/core/checkpoint.hpp"
-#include "ramjet/core/failure.hpp"
-#include "ramjet/core/graph.hpp"
-#include "ramjet/core/trainer.hpp"
+#include "ramjet/plan/plan.hpp"
+#include "ramjet/train/checkpoint.hpp"
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/model/graph.hpp"
+#include "ramjet/train/trainer.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -58,9 +59,12 @@ class TrainerTest : public ::testing::Test {
       DiscoveryOptions{{stock_plugin_dir(), fixture_dir("linear_backend"), fixture_dir("mirror_fixture")}, {}, {}}};
   TempDir dir;
 
-  PipelineManifest write(const nlohmann::json& doc, const std::string& name = "m.json") {
+  PipelineManifest write_manifest(const nlohmann::json& doc, const std::string& name = "m.json") {
     write_file(dir / name, doc.dump());
     return load_pipeline_manifest(dir / name);
+  }
+  Plan write(const nlohmann::json& doc, const std::string& name = "m.json") {
+    return require_plan(write_manifest(doc, name), registry);
   }
   static std::vector<float> params_of(const std::filesystem::path& checkpoint) {
     Checkpoint c = load_checkpoint(checkpoint);
@@ -122,7 +126,7 @@ TEST_F(TrainerTest, ClippingBoundsTheUpdateByTheGlobalNorm) {
   auto manifest = write(doc);
   train_model(manifest, registry, o);
   // One SGD step of lr 1 moves the weights by exactly the clipped gradient norm.
-  Example initial = initial_parameters(build_graph(manifest).ir, 5);
+  Example initial = initial_parameters(manifest.graph->ir, 5);
   std::vector<float> before;
   for (const char* name : {"dense/bias", "dense/kernel"}) {  // the checkpoint lists parameters in name order
     const DLTensor* t = initial.find(name);
@@ -145,12 +149,12 @@ TEST_F(TrainerTest, ResumeAfterSigkillEndsWithTheSameWeights) {
   // The uninterrupted run.
   auto whole = doc;
   whole["train"]["checkpoint"]["dir"] = "whole";
-  write(whole, "whole.json");
+  write_manifest(whole, "whole.json");
   const std::string env = "env RAMJET_PLUGIN_PATH=" + quote(stock_plugin_dir().string() + ":" + fixture_dir("linear_backend").string()) + " ";
   auto r = run(env + quote(host_binary().string()) + " run " + quote((dir / "whole.json").string()) + " --quiet");
   ASSERT_EQ(r.exit_code, 0) << r.output;
   // The same run, killed mid-epoch once a few checkpoints exist.
-  write(doc, "killed.json");
+  write_manifest(doc, "killed.json");
   pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
@@ -184,18 +188,18 @@ TEST_F(TrainerTest, BadTrainSectionsNameTheirField) {
   auto doc = manifest_doc(64, 32, 1);
   doc["train"]["optimizer"] = {{"type", "adagrad"}};
   doc["train"]["epochs"] = 0;
-  write(doc);
+  write_manifest(doc);
   try {
-    train_model(load_pipeline_manifest(dir / "m.json"), registry, TrainOptions{});
+    train_model(require_plan(load_pipeline_manifest(dir / "m.json"), registry), registry, TrainOptions{});
     FAIL();
   } catch (const InvalidInput& e) {
-    EXPECT_NE(std::string(e.what()).find("#/train/epochs: must be an integer >= 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("#/train/epochs: must be >= 1"), std::string::npos) << e.what();
   }
   doc = manifest_doc(64, 32, 1);
   doc["train"]["backend"] = "tpu";
-  write(doc);
+  write_manifest(doc);
   try {
-    train_model(load_pipeline_manifest(dir / "m.json"), registry, TrainOptions{});
+    train_model(require_plan(load_pipeline_manifest(dir / "m.json"), registry), registry, TrainOptions{});
     FAIL();
   } catch (const InvalidInput& e) {
     EXPECT_NE(std::string(e.what()).find("#/train/backend: no plugin provides backend 'tpu'"), std::string::npos) << e.what();
@@ -273,8 +277,10 @@ TEST_F(TrainerTest, ValidationNamesAPrecisionPolicyOrStrategyNoPluginProvides) {
       {stock_plugin_dir(), fixture_dir("linear_backend"), fixture_dir("mirror_fixture")}, {}, {"onednn"}}};
   auto doc = manifest_doc(64, 32, 1, {{"precision", "mixed_bfloat16"}, {"strategy", {{"type", "nccl"}}}});
   std::string all;
-  for (const auto& p : validate_pipeline_manifest(write(doc), without_onednn)) all += p.pointer + ": " + p.message + "\n";
-  EXPECT_NE(all.find("/train/precision: no plugin provides precision_policy 'mixed_bfloat16' (available: mixed_float16)"),
+  for (const auto& p : read_plan(write_manifest(doc), without_onednn).problems) all += p.pointer + ": " + p.message + "\n";
+  EXPECT_NE(all.find("/train/precision: no plugin provides precision_policy 'mixed_bfloat16' (did you mean "
+                     "'mixed_float16'?); available: mixed_float16"),
             std::string::npos) << all;
-  EXPECT_NE(all.find("/train/strategy: no plugin provides strategy 'nccl' (available: fake_mirror)"), std::string::npos) << all;
+  EXPECT_NE(all.find("/train/strategy/type: no plugin provides strategy 'nccl'; available: fake_mirror"),
+            std::string::npos) << all;
 }

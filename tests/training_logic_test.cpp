@@ -1,9 +1,10 @@
 // Host-side training logic that needs no backend: learning-rate schedules, ReduceLROnPlateau, EarlyStopping,
 // and safetensors checkpoint files.
-#include "ramjet/core/failure.hpp"
-#include "ramjet/core/lr_schedule.hpp"
-#include "ramjet/core/safetensors.hpp"
-#include "ramjet/core/training_callbacks.hpp"
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/plan/train_config.hpp"
+#include "ramjet/train/lr_schedule.hpp"
+#include "ramjet/train/safetensors.hpp"
+#include "ramjet/train/training_callbacks.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -16,7 +17,11 @@ using namespace ramjet::test;
 
 namespace {
 std::unique_ptr<LrSchedule> schedule(const nlohmann::json& spec, double lr = 0.1, int64_t total = 100) {
-  return make_lr_schedule(spec, lr, total, "m.json", "/train/schedule");
+  if (spec.is_null()) return make_lr_schedule(ScheduleConfig{}, lr, total);
+  std::vector<Problem> problems;
+  auto config = read_schedule(spec, "/train/schedule", problems);
+  if (!config) throw ManifestError("m.json#" + problems.at(0).pointer, problems.at(0).pointer, problems.at(0).message);
+  return make_lr_schedule(*config, lr, total);
 }
 }  // namespace
 

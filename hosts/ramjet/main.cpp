@@ -1,17 +1,14 @@
-// The `ramjet` command: parses the command line, calls the core, prints. Nothing else lives here.
-//   ramjet plugins [--json] [--load]
-//   ramjet validate MANIFEST [--set POINTER=VALUE]...
-//   ramjet run MANIFEST [--report FILE] [--set POINTER=VALUE]... [--quiet]
-//   ramjet eval MANIFEST [--checkpoint FILE] [--precision float32|int8] [--batch N] [--threads N] [--json]
+// The `ramjet` command: parses the command line, reads the manifest into a plan, calls the core, prints. Nothing
+// else lives here; the commands are listed in kUsage below and in the README.
 // Exit codes: 0 success, 2 bad usage or invalid input, 1 runtime failure.
-#include "ramjet/core/failure.hpp"
-#include "ramjet/core/graph.hpp"
-#include "ramjet/core/log.hpp"
-#include "ramjet/core/model_eval.hpp"
-#include "ramjet/core/pipeline_manifest.hpp"
-#include "ramjet/core/plugin_listing.hpp"
-#include "ramjet/core/plugin_registry.hpp"
-#include "ramjet/core/run.hpp"
+#include "ramjet/deploy/model_eval.hpp"
+#include "ramjet/model/graph.hpp"
+#include "ramjet/plan/plan.hpp"
+#include "ramjet/plugin/atomic_file.hpp"
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/plugin/plugin_listing.hpp"
+#include "ramjet/plugin/plugin_registry.hpp"
+#include "ramjet/run/run.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -109,7 +106,7 @@ int command_validate(const std::vector<std::string>& args) {
   if (!parse_manifest_command(args, options, vm)) return kExitOk;
   PipelineManifest manifest = manifest_from(vm);
   PluginRegistry registry(discovery_options_from_environment());
-  require_valid(manifest, registry);
+  require_plan(manifest, registry);
   std::cout << manifest.path.string() << ": valid\n";
   return kExitOk;
 }
@@ -125,12 +122,13 @@ int command_running(const std::vector<std::string>& args, bool whole_run) {
   if (!parse_manifest_command(args, options, vm)) return kExitOk;
   PipelineManifest manifest = manifest_from(vm);
   PluginRegistry registry(discovery_options_from_environment());
+  const Plan plan = require_plan(manifest, registry);
   RunOptions run_options;
   if (!vm.count("quiet")) run_options.progress = &std::cout;
   run_options.terminal = isatty(STDOUT_FILENO) != 0;
   run_options.resume = vm.count("resume") > 0;
-  nlohmann::json report = whole_run ? run_pipeline(manifest, registry, run_options)
-                                    : iterate_pipeline(manifest, vm["name"].as<std::string>(), registry, run_options);
+  nlohmann::json report = whole_run ? run_pipeline(plan, registry, run_options)
+                                    : iterate_pipeline(plan, vm["name"].as<std::string>(), registry, run_options);
   report["ramjet_version"] = RAMJET_VERSION;
   if (vm.count("report")) write_file_atomically(vm["report"].as<std::string>(), report.dump(2) + "\n");
   return kExitOk;
@@ -149,6 +147,7 @@ int command_eval(const std::vector<std::string>& args) {
   if (!parse_manifest_command(args, options, vm)) return kExitOk;
   PipelineManifest manifest = manifest_from(vm);
   PluginRegistry registry(discovery_options_from_environment());
+  const Plan plan = require_plan(manifest, registry);
   EvalOptions eval;
   if (vm.count("checkpoint")) eval.checkpoint = vm["checkpoint"].as<std::string>();
   eval.precision = vm["precision"].as<std::string>();
@@ -157,7 +156,7 @@ int command_eval(const std::vector<std::string>& args) {
   if (eval.batch < 0 || eval.threads < 0) throw po::error("--batch and --threads must not be negative");
   if (vm.count("predictions")) eval.predictions = vm["predictions"].as<std::string>();
   if (!vm.count("json")) eval.progress = &std::cout;
-  nlohmann::json report = evaluate_checkpoint(manifest, registry, eval);
+  nlohmann::json report = evaluate_checkpoint(plan, registry, eval);
   report["ramjet_version"] = RAMJET_VERSION;
   if (vm.count("json")) std::cout << report.dump() << "\n";
   if (vm.count("report")) write_file_atomically(vm["report"].as<std::string>(), report.dump(2) + "\n");
@@ -170,10 +169,15 @@ int command_graph(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_manifest_command(args, options, vm)) return kExitOk;
   PipelineManifest manifest = manifest_from(vm);
-  if (!manifest.doc.contains("model")) throw InvalidInput(manifest.where("/model") + ": the manifest has no model");
-  Graph graph = build_graph(manifest);
-  if (vm.count("json")) std::cout << graph.ir.dump(2) << "\n";
-  else std::cout << graph_summary(graph);
+  PluginRegistry registry(discovery_options_from_environment());
+  // The graph alone: other sections may still be in the making.
+  PlanReading reading = read_plan(manifest, registry);
+  if (!reading.plan.graph) {
+    if (!reading.problems.empty()) require_plan(manifest, registry);  // throws, listing every problem
+    throw InvalidInput(manifest.where("/model") + ": the manifest has no model");
+  }
+  if (vm.count("json")) std::cout << reading.plan.graph->ir.dump(2) << "\n";
+  else std::cout << graph_summary(*reading.plan.graph);
   return kExitOk;
 }
 

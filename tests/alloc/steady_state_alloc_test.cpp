@@ -3,10 +3,10 @@
 // replaces the global operator new and exports it, so the plugin, oneDNN and libstdc++ all resolve to the counting
 // one; each call is attributed by its return address. oneDNN 2.x builds a small argument map inside every
 // primitive execution (its C API included), which no caller can avoid; those calls are counted apart and printed.
-#include "ramjet/core/backend.hpp"
-#include "ramjet/core/graph.hpp"
-#include "ramjet/core/pipeline_manifest.hpp"
-#include "ramjet/core/plugin_registry.hpp"
+#include "ramjet/plugin/backend.hpp"
+#include "ramjet/model/graph.hpp"
+#include "ramjet/plan/pipeline_manifest.hpp"
+#include "ramjet/plugin/plugin_registry.hpp"
 
 #include <gtest/gtest.h>
 
@@ -85,9 +85,7 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::f
 using namespace ramjet::core;
 
 TEST(SteadyState, ATrainingStepOnTheCpuBackendAllocatesNothing) {
-  PipelineManifest manifest;
-  manifest.path = "alloc.json";
-  manifest.doc = nlohmann::json::parse(R"({
+  const nlohmann::json model = nlohmann::json::parse(R"({
     "model": {"input": {"image": [28, 28, 1]},
               "layers": [{"type": "conv2d", "filters": 32, "kernel": 3, "activation": "relu"},
                          {"type": "max_pool", "pool": 2},
@@ -97,7 +95,7 @@ TEST(SteadyState, ATrainingStepOnTheCpuBackendAllocatesNothing) {
                          {"type": "dense", "units": 128, "activation": "relu"},
                          {"type": "dense", "units": 10}],
               "loss": {"type": "sparse_softmax_cross_entropy"}}})");
-  const Graph graph = build_graph(manifest);
+  const Graph graph = build_graph(model["model"], Origin{"alloc.json"});
   PluginRegistry registry{DiscoveryOptions{{RAMJET_TEST_PLUGIN_DIR}, {}, {}}};
   for (const char* precision : {"float32", "mixed_bfloat16"}) {
     SCOPED_TRACE(precision);

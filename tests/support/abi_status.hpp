@@ -1,8 +1,8 @@
 // A plugin call's outcome as the tests check it: the ABI status and the message of its ramjet_error.
 #pragma once
 
-#include "ramjet/core/components.hpp"
-#include "ramjet/core/host_api.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/host_api.hpp"
 
 #include <string>
 

@@ -1,6 +1,6 @@
 #include "onednn_harness.hpp"
 
-#include "ramjet/core/host_api.hpp"
+#include "ramjet/plugin/host_api.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>

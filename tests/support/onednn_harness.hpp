@@ -3,9 +3,9 @@
 #pragma once
 
 #include "abi_status.hpp"
-#include "ramjet/core/components.hpp"
-#include "ramjet/core/example.hpp"
-#include "ramjet/core/tensor.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/example.hpp"
+#include "ramjet/plugin/tensor.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -2,8 +2,8 @@
 #pragma once
 
 #include "abi_status.hpp"
-#include "ramjet/core/example.hpp"
-#include "ramjet/core/tensor.hpp"
+#include "ramjet/plugin/example.hpp"
+#include "ramjet/plugin/tensor.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,0 +1,44 @@
+// Post-training quantization and export (the plan's export section): calibrate activation ranges through the
+// backend's taps, quantize with the quantizer component, write the file with the exporter component, and score
+// the quantized model with the backend's int8 inference.
+#pragma once
+
+#include "ramjet/plan/plan.hpp"
+#include "ramjet/plugin/backend.hpp"
+#include "ramjet/plugin/model_components.hpp"
+#include "ramjet/plugin/plugin_registry.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <iosfwd>
+#include <memory>
+#include <vector>
+
+namespace ramjet::core {
+
+using QuantizedModel = Quantizer::Result;
+
+// Calibrates on the pipeline export.calibration.data names with the float `program` (compiled from the plan's
+// graph, holding `parameters`) and quantizes. Leaves the program's taps cleared.
+QuantizedModel quantize_model(const Plan& plan, PluginRegistry& registry, Program& program, Example& parameters,
+                              const ExportConfig& config);
+
+// Whether the backend can run the quantized graph as integer inference (a full-integer model; a weights-only
+// one is for other runtimes), per the graph's own "mode" field (docs/quantized-graph.md).
+bool runs_as_integer(const QuantizedModel& model);
+
+// The quantized program, with its parameters set.
+std::unique_ptr<Program> compile_quantized(const Backend& backend, QuantizedModel& model, int64_t batch);
+
+// Creates the folder the export will write into, so a bad path fails before training rather than after.
+// Throws InvalidInput naming /export/path.
+void prepare_export_destination(const Plan& plan);
+
+// The whole export section for trained `parameters`; returns the report's "export" object. When
+// `int8_predictions` is set it receives the backend's int8 top-1 class for every eval sample (tests compare it
+// with other readers of the exported file).
+nlohmann::json export_trained_model(const Plan& plan, PluginRegistry& registry, Example& parameters,
+                                    std::ostream* progress, std::vector<int32_t>* int8_predictions = nullptr);
+
+}  // namespace ramjet::core

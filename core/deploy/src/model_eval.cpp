@@ -1,0 +1,89 @@
+#include "ramjet/deploy/model_eval.hpp"
+
+#include "ramjet/deploy/model_export.hpp"
+#include "ramjet/plugin/atomic_file.hpp"
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/train/checkpoint.hpp"
+#include "ramjet/train/evaluation.hpp"
+
+#include <cstdio>
+#include <ostream>
+
+namespace ramjet::core {
+
+std::unique_ptr<Backend> make_training_backend(const Plan& plan, PluginRegistry& registry, int64_t threads) {
+  const TrainConfig& t = *plan.train;
+  CreateArgs args;
+  args.config = t.backend.own_config();
+  if (threads > 0) args.config["threads"] = threads;
+  else if (t.threads > 0) args.config["threads"] = t.threads;
+  args.base_dir = plan.origin.base_dir();
+  args.where = plan.origin.where(t.backend.pointer);
+  args.seed = plan.seed;
+  return std::make_unique<Backend>(registry.component(RAMJET_KIND_BACKEND, t.backend.type()), args);
+}
+
+nlohmann::json evaluate_checkpoint(const Plan& original, PluginRegistry& registry, const EvalOptions& options) {
+  if (!original.train || !original.graph)
+    throw InvalidInput(original.origin.where("") + ": evaluation needs the model and train sections the checkpoint came from");
+  if (options.precision != "float32" && options.precision != "int8")
+    throw InvalidInput("--precision must be float32 or int8, got '" + options.precision + "'");
+  Plan plan = original;
+  PipelineSpec& eval_data = plan.eval_data.emplace(original.require_eval("evaluation"));
+  if (options.batch > 0) eval_data.batch = options.batch;
+
+  std::filesystem::path file;
+  if (options.checkpoint) {
+    file = *options.checkpoint;
+  } else {
+    if (!plan.train->checkpoint)
+      throw InvalidInput(plan.origin.where("/train/checkpoint") + ": no checkpoint directory; pass --checkpoint FILE");
+    auto latest = latest_checkpoint(plan.train->checkpoint->dir);
+    if (!latest)
+      throw InvalidInput(plan.train->checkpoint->dir.string() + ": no checkpoint to evaluate (train first with `ramjet run`)");
+    file = *latest;
+  }
+  Checkpoint checkpoint = load_checkpoint(file);
+
+  auto backend = make_training_backend(plan, registry, options.threads);
+  const int64_t batch = eval_data.batch;
+  auto program = backend->compile(plan.graph->ir, {{"batch", batch}});
+  program->set_state(RAMJET_STATE_PARAMETERS, checkpoint.parameters);
+
+  nlohmann::json report = {{"manifest", plan.origin.file.string()}, {"checkpoint", file.string()},
+                           {"precision", options.precision}, {"batch", batch}};
+  const bool keep = options.predictions.has_value();
+  Evaluation result;
+  if (options.precision == "float32") {
+    InputPipeline data(eval_data, registry, plan.seed);
+    result = evaluate_program(*program, plan.graph->ir, data, plan.seed, keep);
+  } else {
+    const ExportConfig config = plan.exporting.value_or(ExportConfig{});
+    QuantizedModel quantized = quantize_model(plan, registry, *program, checkpoint.parameters, config);
+    program.reset();
+    auto int8 = compile_quantized(*backend, quantized, batch);
+    InputPipeline data(eval_data, registry, plan.seed);
+    result = evaluate_program(*int8, quantized.graph, data, plan.seed, keep);
+    report["calibration"] = {{"batches", config.calibration_batches}, {"data", config.calibration_data}};
+  }
+  report.update(result.to_json());
+  if (options.predictions) {
+    std::string bytes(result.predictions.size() * sizeof(int32_t), '\0');
+    for (size_t i = 0; i < result.predictions.size(); ++i) {
+      const uint32_t v = static_cast<uint32_t>(result.predictions[i]);
+      for (int b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<char>((v >> (8 * b)) & 0xff);
+    }
+    write_file_atomically(*options.predictions, bytes);
+    report["predictions"] = options.predictions->string();
+  }
+  if (options.progress) {
+    char line[256];
+    std::snprintf(line, sizeof line, "%s: accuracy %.4f on %lld samples, %.0f samples/s (batch %lld)\n",
+                  options.precision.c_str(), result.accuracy, static_cast<long long>(result.samples),
+                  result.samples_per_s, static_cast<long long>(batch));
+    *options.progress << line;
+  }
+  return report;
+}
+
+}  // namespace ramjet::core

@@ -1,0 +1,28 @@
+// Files that appear whole or not at all, through the SDK's writer (sdk/include/ramjet/sdk/atomic_file.hpp: one
+// implementation for the core and the plugins). Here a failed write is a RuntimeFailure (exit 1): the disk or the
+// folder's permissions failed, not the user's input.
+#pragma once
+
+#include <ramjet/sdk/atomic_file.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace ramjet::core {
+
+class AtomicFile {
+ public:
+  explicit AtomicFile(const std::filesystem::path& path);  // creates the temporary file
+  void write(std::string_view bytes);
+  void commit();  // fsync, rename, fsync the directory
+
+ private:
+  std::unique_ptr<ramjet::AtomicFile> file_;  // removes the temporary file unless committed
+};
+
+// The whole of `text`, atomically.
+void write_file_atomically(const std::filesystem::path& path, std::string_view text);
+
+}  // namespace ramjet::core

@@ -1,0 +1,73 @@
+#include "ramjet/plugin/plugin_listing.hpp"
+
+#include <ostream>
+
+namespace ramjet::core {
+
+nlohmann::json list_plugins(PluginRegistry& registry, bool load) {
+  nlohmann::json out;
+  out["search_path"] = nlohmann::json::array();
+  for (const auto& dir : registry.options().search_path) out["search_path"].push_back(dir.string());
+  out["plugins"] = nlohmann::json::array();
+  for (const auto& entry : registry.plugins()) {
+    nlohmann::json p;
+    p["name"] = entry.name();
+    p["manifest"] = entry.manifest_path.string();
+    if (entry.manifest) {
+      const auto& m = *entry.manifest;
+      p["version"] = m.version;
+      p["abi"] = {{"min", m.abi_min}, {"max", m.abi_max}};
+      p["library"] = m.library.string();
+      nlohmann::json components = nlohmann::json::object();
+      for (const auto& [kind, names] : m.provides) components[std::string(kind_name(kind))] = names;
+      p["components"] = components;
+    }
+    p["status"] = entry.status;
+    if (!entry.notes.empty()) p["notes"] = entry.notes;
+    if (load && entry.usable) {
+      try {
+        auto library = registry.load(entry);
+        p["load"] = {{"ok", true}, {"abi", library->abi_version()}};
+      } catch (const std::exception& e) {
+        p["load"] = {{"ok", false}, {"error", e.what()}};
+      }
+    }
+    out["plugins"].push_back(p);
+  }
+  out["warnings"] = registry.warnings();
+  return out;
+}
+
+bool listing_has_load_failures(const nlohmann::json& listing) {
+  for (const auto& p : listing["plugins"])
+    if (p.contains("load") && !p["load"]["ok"].get<bool>()) return true;
+  return false;
+}
+
+void print_plugin_listing(const nlohmann::json& listing, std::ostream& out) {
+  out << "search path:\n";
+  for (const auto& dir : listing["search_path"]) out << "  " << dir.get<std::string>() << "\n";
+  if (listing["plugins"].empty()) out << "no plugins found\n";
+  for (const auto& p : listing["plugins"]) {
+    out << p["name"].get<std::string>();
+    if (p.contains("version")) out << " " << p["version"].get<std::string>();
+    if (p.contains("abi")) out << "  abi " << p["abi"]["min"] << ".." << p["abi"]["max"];
+    out << "  " << p["status"].get<std::string>() << "\n";
+    out << "  manifest " << p["manifest"].get<std::string>() << "\n";
+    if (p.contains("library")) out << "  library  " << p["library"].get<std::string>() << "\n";
+    if (p.contains("components"))
+      for (const auto& [kind, names] : p["components"].items()) {
+        out << "  " << kind << ":";
+        for (const auto& n : names) out << " " << n.get<std::string>();
+        out << "\n";
+      }
+    if (p.contains("notes"))
+      for (const auto& n : p["notes"]) out << "  note: " << n.get<std::string>() << "\n";
+    if (p.contains("load"))
+      out << "  load: " << (p["load"]["ok"].get<bool>() ? "ok" : "FAILED: " + p["load"]["error"].get<std::string>())
+          << "\n";
+  }
+  for (const auto& w : listing["warnings"]) out << "warning: " << w.get<std::string>() << "\n";
+}
+
+}  // namespace ramjet::core

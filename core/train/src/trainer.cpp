@@ -1,0 +1,415 @@
+#include "ramjet/train/trainer.hpp"
+
+#include "ramjet/data/input_pipeline.hpp"
+#include "ramjet/plugin/backend.hpp"
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/plugin/log.hpp"
+#include "ramjet/plugin/model_components.hpp"
+#include "ramjet/plugin/seeds.hpp"
+#include "ramjet/train/checkpoint.hpp"
+#include "ramjet/train/evaluation.hpp"
+#include "ramjet/train/lr_schedule.hpp"
+#include "ramjet/train/progress.hpp"
+#include "ramjet/train/training_callbacks.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+namespace ramjet::core {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint64_t kDropoutStage = 0xD0D0;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+float scalar_f32(const Example& e, const char* name, const std::string& backend) {
+  const DLTensor* t = e.find(name);
+  if (t == nullptr || t->dtype.code != kDLFloat || t->dtype.bits != 32)
+    throw RuntimeFailure(backend + ": forward did not write a float32 '" + name + "'");
+  return *static_cast<const float*>(first_byte(*t));
+}
+
+int64_t scalar_count(const Example& e, const char* name) {
+  const DLTensor* t = e.find(name);
+  if (t == nullptr || t->dtype.code != kDLInt || t->dtype.bits != 32) return -1;
+  return *static_cast<const int32_t*>(first_byte(*t));
+}
+
+std::string to_hex(const std::string& bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) out += digits[c >> 4], out += digits[c & 15];
+  return out;
+}
+
+std::string from_hex(const nlohmann::json& text) {
+  const std::string s = text.is_string() ? text.get<std::string>() : std::string();
+  std::string out;
+  for (size_t i = 0; i + 1 < s.size(); i += 2) out += static_cast<char>(std::stoi(s.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+// The epoch's numbers a callback watches.
+double monitored(const std::string& metric, const Metrics& train, const std::optional<Evaluation>& eval) {
+  const bool accuracy = metric.find("accuracy") != std::string::npos;
+  if (metric.rfind("val_", 0) == 0 && eval) return accuracy ? eval->accuracy : eval->loss.value_or(0.0);
+  return accuracy ? train.accuracy() : train.loss();
+}
+
+CreateArgs args_for(const Plan& plan, const ComponentSpec& spec) {
+  CreateArgs args;
+  args.config = spec.own_config();
+  args.base_dir = plan.origin.base_dir();
+  args.where = plan.origin.where(spec.pointer);
+  args.seed = plan.seed;
+  return args;
+}
+
+// One training run: its components, its state between steps, and the steps themselves.
+class Trainer {
+ public:
+  Trainer(const Plan& plan, PluginRegistry& registry, const TrainOptions& options)
+      : plan_(plan), cfg_(*plan.train), registry_(registry), options_(options) {}
+
+  nlohmann::json run() {
+    create_components();
+    compile();
+    if (options_.resume) resume();
+    broadcast_parameters();
+    loop();
+    if (early_ && early_->restore_best() && !best_parameters_.entries.empty())
+      program_->set_state(RAMJET_STATE_PARAMETERS, best_parameters_);
+    return report();
+  }
+
+ private:
+  void create_components() {
+    // float32 and the built-in single-process strategy need no component; anything else is looked up by name.
+    if (cfg_.precision)
+      policy_.emplace(registry_.component(RAMJET_KIND_PRECISION_POLICY, cfg_.precision->type()), args_for(plan_, *cfg_.precision));
+    if (cfg_.strategy)
+      strategy_.emplace(registry_.component(RAMJET_KIND_STRATEGY, cfg_.strategy->type()), args_for(plan_, *cfg_.strategy));
+    rank_ = strategy_ ? strategy_->rank() : 0;
+    world_ = strategy_ ? strategy_->world_size() : 1;
+    progress_out_ = rank_ == 0 ? options_.progress : nullptr;
+    // The trainer owns the epochs: the training input repeats exactly as often. Mirrored training: each replica
+    // reads its own shard of every epoch.
+    PipelineSpec data = *plan_.train_data;
+    data.epochs = cfg_.epochs;
+    if (world_ > 1) data.shard_count = world_, data.shard_index = rank_;
+    train_.emplace(std::move(data), registry_, plan_.seed);
+    if (cfg_.reduce_lr_on_plateau) {
+      const auto& p = *cfg_.reduce_lr_on_plateau;
+      plateau_.emplace(Monitor::of(p.monitor.metric, p.monitor.min_delta), p.factor, p.patience, p.cooldown, p.min_lr);
+    }
+    if (cfg_.early_stopping) {
+      const auto& e = *cfg_.early_stopping;
+      early_.emplace(Monitor::of(e.monitor.metric, e.monitor.min_delta), e.patience, e.restore_best_weights);
+    }
+  }
+
+  void compile() {
+    CreateArgs args = args_for(plan_, cfg_.backend);
+    if (cfg_.threads > 0) args.config["threads"] = cfg_.threads;
+    backend_.emplace(registry_.component(RAMJET_KIND_BACKEND, cfg_.backend.type()), args);
+    backend_name_ = backend_->ref().label();
+    nlohmann::json options = {{"batch", train_->spec().batch}, {"optimizer", cfg_.optimizer}};
+    if (policy_) options["layer_dtypes"] = policy_->layer_dtypes(plan_.graph->ir);
+    program_ = backend_->compile(plan_.graph->ir, options);
+    Example initial = initial_parameters(plan_.graph->ir, plan_.seed);
+    program_->set_state(RAMJET_STATE_PARAMETERS, initial);
+    const int64_t batch = train_->spec().batch;
+    const int64_t per_epoch = train_->elements_per_epoch();
+    steps_per_epoch_ = per_epoch < 0 ? -1 : (train_->spec().drop_remainder ? per_epoch / batch : (per_epoch + batch - 1) / batch);
+    const int64_t total_steps = steps_per_epoch_ < 0 ? 0 : steps_per_epoch_ * cfg_.epochs / cfg_.accumulate;
+    schedule_ = make_lr_schedule(cfg_.schedule, cfg_.learning_rate, total_steps);
+  }
+
+  void resume() {
+    if (!cfg_.checkpoint) throw InvalidInput(plan_.origin.where("/train/checkpoint") + ": --resume needs a checkpoint directory");
+    auto latest = latest_checkpoint(cfg_.checkpoint->dir);
+    if (!latest) {
+      log(RAMJET_LOG_WARNING, "checkpoint", "no checkpoint in " + cfg_.checkpoint->dir.string() + "; starting from scratch");
+      return;
+    }
+    Checkpoint c = load_checkpoint(*latest);
+    program_->set_state(RAMJET_STATE_PARAMETERS, c.parameters);
+    if (!c.optimizer.entries.empty()) program_->set_state(RAMJET_STATE_OPTIMIZER, c.optimizer);
+    train_->restore(c.pipeline);
+    step_ = c.step;
+    lr_scale_ = c.trainer.value("lr_scale", 1.0);
+    history_ = c.trainer.value("history", nlohmann::json::array());
+    if (plateau_ && c.trainer.contains("plateau")) plateau_->restore(c.trainer["plateau"]);
+    if (early_ && c.trainer.contains("early_stopping")) early_->restore(c.trainer["early_stopping"]);
+    if (policy_ && c.trainer.contains("loss_scaler")) policy_->restore_state(from_hex(c.trainer["loss_scaler"]));
+    best_parameters_ = std::move(c.best_parameters);
+  }
+
+  // Every replica starts from rank 0's weights (after a resume too: they all read the same checkpoint, but the
+  // broadcast makes that an invariant rather than an assumption).
+  void broadcast_parameters() {
+    if (!strategy_) return;
+    Example parameters = program_->get_state(RAMJET_STATE_PARAMETERS);
+    for (auto& p : parameters.entries) strategy_->broadcast(p.tensor->dl_tensor, 0);
+    program_->set_state(RAMJET_STATE_PARAMETERS, parameters);
+  }
+
+  void loop() {
+    ProgressReporter progress(progress_out_, options_.terminal, cfg_.epochs);
+    progress_ = &progress;
+    epoch_ = train_->state().epoch;
+    run_start_ = epoch_start_ = Clock::now();
+    while (!stopped_early_) {
+      std::optional<Example> batch = train_->next_batch();
+      if (!batch) break;
+      if (train_->state().epoch != epoch_) {
+        end_epoch();
+        epoch_ = train_->state().epoch;
+        if (stopped_early_) break;
+      }
+      train_step(*batch);
+      if (options_.stop_after_steps >= 0 && step_ >= options_.stop_after_steps) break;
+    }
+    if (!stopped_early_ && epoch_metrics_.samples > 0 && options_.stop_after_steps < 0) end_epoch();
+    progress_ = nullptr;
+  }
+
+  // Forward and backward of one micro-batch, and the update once `accumulate` of them are in.
+  void train_step(Example& batch) {
+    const auto start = Clock::now();
+    const int64_t n = batch.entries.empty() ? 0 : batch.entries.front().tensor->dl_tensor.shape[0];
+    const ramjet_forward_args fwd{sizeof(ramjet_forward_args), RAMJET_ABI_VERSION, 1, 0,
+                                  element_seed(plan_.seed, static_cast<uint64_t>(step_), static_cast<uint64_t>(micro_),
+                                               kDropoutStage),
+                                  step_};
+    outputs_ = Example{};
+    program_->forward(fwd, batch, outputs_);
+    const float loss = scalar_f32(outputs_, RAMJET_OUTPUT_LOSS, backend_name_);
+    if (!std::isfinite(loss))
+      throw RuntimeFailure("the loss became " + std::to_string(loss) + " at step " + std::to_string(step_ + 1) +
+                           " (lower the learning rate, or clip gradients with train.clip_norm)");
+    epoch_metrics_.add(loss, scalar_count(outputs_, RAMJET_OUTPUT_CORRECT), n);
+    const float loss_scale = policy_ ? policy_->loss_scale() : 1.0f;
+    int32_t nonfinite = 0;
+    const ramjet_backward_args bwd{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, loss_scale, micro_ > 0 ? 1 : 0,
+                                   nullptr, nullptr, policy_ ? &nonfinite : nullptr};
+    program_->backward(bwd);
+    found_nonfinite_ = found_nonfinite_ || nonfinite != 0;
+    if (++micro_ == cfg_.accumulate) update(loss_scale);
+    const double step_s = seconds_since(start);
+    epoch_compute_s_ += step_s;
+    samples_ += n;
+    ++epoch_steps_;
+    progress_->step(epoch_, epoch_steps_, steps_per_epoch_, epoch_metrics_,
+                    static_cast<double>(samples_) / std::max(1e-9, seconds_since(run_start_)), seconds_since(epoch_start_));
+  }
+
+  void update(float loss_scale) {
+    if (strategy_ && world_ > 1) {
+      // Mean over replicas of each replica's mean gradient: the gradient of the global batch.
+      for (auto& g : gradients().entries) strategy_->all_reduce(g.tensor->dl_tensor, RAMJET_REDUCE_MEAN);
+    }
+    float scale = 1.0f / (static_cast<float>(cfg_.accumulate) * loss_scale);
+    if (cfg_.clip_norm > 0) {
+      const double norm = gradient_norm() * scale;
+      if (norm > cfg_.clip_norm) scale *= static_cast<float>(cfg_.clip_norm / norm);
+    }
+    // With dynamic loss scaling an overflowing step is dropped and the scale lowered (Keras's LossScaleOptimizer).
+    const bool skip = policy_ && policy_->update(found_nonfinite_);
+    found_nonfinite_ = false;
+    const ramjet_update_args upd{sizeof(ramjet_update_args), RAMJET_ABI_VERSION, step_ + 1,
+                                 static_cast<float>(schedule_->at(step_) * lr_scale_), scale};
+    if (skip) ++skipped_updates_;
+    else program_->optimizer_update(upd);
+    ++step_;
+    micro_ = 0;
+    if (cfg_.checkpoint && cfg_.checkpoint->every_steps > 0 && step_ % cfg_.checkpoint->every_steps == 0) checkpoint();
+  }
+
+  double gradient_norm() {
+    double sum = 0;
+    for (const auto& g : gradients().entries) {
+      const DLTensor& t = g.tensor->dl_tensor;
+      if (t.dtype.code != kDLFloat || t.dtype.bits != 32 || t.dtype.lanes != 1)
+        throw RuntimeFailure(backend_name_ + ": gradient '" + g.name + "' is " + dtype_to_string(t.dtype) +
+                             "; train.clip_norm needs float32 gradients");
+      const float* v = static_cast<const float*>(first_byte(t));
+      for (int64_t i = 0; i < element_count(t); ++i) sum += static_cast<double>(v[i]) * v[i];
+    }
+    return std::sqrt(sum);
+  }
+
+  // The backend's gradient views stay valid for the program's life: fetched once, not every update.
+  Example& gradients() {
+    if (!gradient_views_) gradient_views_ = program_->get_state(RAMJET_STATE_GRADIENTS);
+    return *gradient_views_;
+  }
+
+  std::optional<Evaluation> evaluate() {
+    if (!plan_.eval_data) return std::nullopt;
+    InputPipeline eval(*plan_.eval_data, registry_, plan_.seed);
+    return evaluate_program(*program_, plan_.graph->ir, eval, plan_.seed);
+  }
+
+  void end_epoch() {
+    // Throughput over the epoch's wall time, input waits included and evaluation excluded (what Keras's step
+    // timings measure).
+    const double epoch_wall = seconds_since(epoch_start_);
+    last_train_ = epoch_metrics_;
+    last_eval_ = evaluate();
+    const double lr_now = schedule_->at(step_) * lr_scale_;
+    nlohmann::json h = {{"epoch", epoch_ + 1},
+                        {"loss", last_train_.loss()},
+                        {"lr", lr_now},
+                        {"samples_per_s", epoch_wall > 0 ? static_cast<double>(epoch_metrics_.samples) / epoch_wall : 0.0},
+                        {"compute_s", epoch_compute_s_},
+                        {"wall_s", epoch_wall},
+                        {"elapsed_s", seconds_since(run_start_)}};
+    if (last_train_.has_accuracy) h["accuracy"] = last_train_.accuracy();
+    if (last_eval_) h["val_loss"] = last_eval_->loss.value_or(0.0), h["val_accuracy"] = last_eval_->accuracy;
+    history_.push_back(h);
+    progress_->epoch(h, epoch_steps_, seconds_since(epoch_start_));
+    apply_callbacks(lr_now);
+    checkpoint();
+    epoch_metrics_ = Metrics{};
+    epoch_compute_s_ = 0;
+    epoch_steps_ = 0;
+    epoch_start_ = Clock::now();
+  }
+
+  void apply_callbacks(double lr_now) {
+    if (plateau_) {
+      const double next = plateau_->update(monitored(plateau_->monitor().metric, last_train_, last_eval_), lr_now);
+      if (next != lr_now) {
+        lr_scale_ *= next / lr_now;
+        log(RAMJET_LOG_INFO, "train", "reduce_lr_on_plateau: learning rate now " + std::to_string(next));
+      }
+    }
+    if (early_) {
+      early_->update(epoch_, monitored(early_->monitor().metric, last_train_, last_eval_));
+      if (early_->improved() && early_->restore_best()) best_parameters_ = program_->get_state(RAMJET_STATE_PARAMETERS);
+      if (early_->should_stop()) stopped_early_ = true;
+    }
+  }
+
+  // Rank 0 writes everything a resumed run needs to end exactly as this one would, best weights included.
+  void checkpoint() {
+    if (!cfg_.checkpoint || rank_ != 0) return;
+    Checkpoint c;
+    c.step = step_;
+    c.pipeline = train_->state();
+    c.trainer = {{"lr_scale", lr_scale_}, {"history", history_}};
+    if (plateau_) c.trainer["plateau"] = plateau_->state();
+    if (early_) c.trainer["early_stopping"] = early_->state();
+    if (policy_) c.trainer["loss_scaler"] = to_hex(policy_->save_state());
+    c.parameters = program_->get_state(RAMJET_STATE_PARAMETERS);
+    c.optimizer = program_->get_state(RAMJET_STATE_OPTIMIZER);
+    if (early_ && early_->restore_best()) c.best_parameters = copy_of(best_parameters_);
+    save_checkpoint(cfg_.checkpoint->dir, c, cfg_.checkpoint->keep);
+  }
+
+  static Example copy_of(const Example& in) {
+    Example out;
+    for (const auto& e : in.entries) {
+      const DLTensor& t = e.tensor->dl_tensor;
+      TensorPtr copy = make_tensor(t.dtype, std::span<const int64_t>(t.shape, static_cast<size_t>(t.ndim)), false);
+      std::memcpy(copy->dl_tensor.data, first_byte(t), byte_size(t));
+      out.set(e.name, std::move(copy));
+    }
+    return out;
+  }
+
+  nlohmann::json report() {
+    const double wall = seconds_since(run_start_);
+    nlohmann::json report;
+    auto& t = report["train"];
+    t["precision"] = cfg_.precision_name();
+    t["strategy"] = cfg_.strategy_name();
+    t["replicas"] = world_;
+    if (policy_) t["skipped_updates"] = skipped_updates_;
+    t["backend"] = cfg_.backend.type();
+    t["steps"] = step_;
+    t["epochs_run"] = history_.size();
+    t["wall_s"] = wall;
+    t["samples_per_s"] = wall > 0 ? static_cast<double>(samples_) / wall : 0.0;
+    t["input_wait_fraction"] = wall > 0 ? train_->input_wait_s() / wall : 0.0;
+    t["final_loss"] = history_.empty() ? epoch_metrics_.loss() : history_.back()["loss"].get<double>();
+    if (!history_.empty() && history_.back().contains("accuracy")) t["final_accuracy"] = history_.back()["accuracy"];
+    t["history"] = history_;
+    t["stopped_early"] = stopped_early_;
+    t["parameters"] = plan_.graph->parameter_count;
+    t["components"] = components();
+    if (last_eval_) report["eval"] = {{"loss", last_eval_->loss.value_or(0.0)}, {"accuracy", last_eval_->accuracy}};
+    if (early_ && early_->restore_best() && !best_parameters_.entries.empty() && plan_.eval_data) {
+      const auto best = evaluate();
+      report["eval"] = {{"loss", best->loss.value_or(0.0)}, {"accuracy", best->accuracy},
+                        {"restored_best_epoch", early_->best_epoch() + 1}};
+    }
+    report["data"]["train"] = train_->report();
+    if (options_.trained_parameters && rank_ == 0) *options_.trained_parameters = program_->get_state(RAMJET_STATE_PARAMETERS);
+    ProgressReporter(progress_out_, options_.terminal, cfg_.epochs).summary(report);
+    return report;
+  }
+
+  // Which components, from which plugins at which versions, produced this run.
+  nlohmann::json components() const {
+    nlohmann::json out = nlohmann::json::object();
+    auto describe = [&](ramjet_component_kind kind, const std::string& name) {
+      const PluginEntry* e = registry_.provider(kind, name);
+      nlohmann::json j = {{"kind", kind_name(kind)}, {"name", name}};
+      if (e && e->manifest) j["plugin"] = e->manifest->name, j["version"] = e->manifest->version;
+      return j;
+    };
+    out["backend"] = describe(RAMJET_KIND_BACKEND, cfg_.backend.type());
+    if (cfg_.precision) out["precision_policy"] = describe(RAMJET_KIND_PRECISION_POLICY, cfg_.precision->type());
+    if (cfg_.strategy) out["strategy"] = describe(RAMJET_KIND_STRATEGY, cfg_.strategy->type());
+    out["data_source"] = describe(RAMJET_KIND_DATA_SOURCE, plan_.train_data->source.type());
+    nlohmann::json transforms = nlohmann::json::array();
+    for (const auto* list : {&plan_.train_data->map, &plan_.train_data->augment})
+      for (const auto& t : *list) transforms.push_back(describe(RAMJET_KIND_TRANSFORM, t.type()));
+    out["transforms"] = transforms;
+    return out;
+  }
+
+  const Plan& plan_;
+  const TrainConfig& cfg_;
+  PluginRegistry& registry_;
+  const TrainOptions& options_;
+
+  std::optional<PrecisionPolicy> policy_;
+  std::optional<Strategy> strategy_;
+  std::optional<Backend> backend_;
+  std::unique_ptr<Program> program_;
+  std::optional<InputPipeline> train_;
+  std::unique_ptr<LrSchedule> schedule_;
+  std::optional<ReduceLrOnPlateau> plateau_;
+  std::optional<EarlyStopping> early_;
+  std::optional<Example> gradient_views_;
+  std::string backend_name_;
+  std::ostream* progress_out_ = nullptr;
+  ProgressReporter* progress_ = nullptr;
+  int32_t rank_ = 0, world_ = 1;
+  int64_t steps_per_epoch_ = -1;
+
+  int64_t step_ = 0, epoch_ = 0, micro_ = 0, epoch_steps_ = 0, samples_ = 0, skipped_updates_ = 0;
+  double lr_scale_ = 1.0, epoch_compute_s_ = 0;
+  bool stopped_early_ = false, found_nonfinite_ = false;
+  nlohmann::json history_ = nlohmann::json::array();
+  Metrics epoch_metrics_, last_train_;
+  std::optional<Evaluation> last_eval_;
+  Example best_parameters_;
+  Example outputs_;
+  Clock::time_point run_start_, epoch_start_;
+};
+
+}  // namespace
+
+nlohmann::json train_model(const Plan& plan, PluginRegistry& registry, const TrainOptions& options) {
+  if (!plan.train || !plan.graph || !plan.train_data)
+    throw InvalidInput(plan.origin.where("/train") + ": training needs a model, a train section and a train pipeline");
+  return Trainer(plan, registry, options).run();
+}
+
+}  // namespace ramjet::core
