@@ -143,6 +143,18 @@ TEST(HostCli, PluginLoadFailureAtRunIsRuntimeFailure) {
   contains(r.output, "cannot load plugin 'entry_fails'");
 }
 
+TEST(HostCli, AFailedWriteIsARuntimeFailureNamingTheFile) {
+  // The disk or the folder failed, not the user's input: exit 1, and the file is named.
+  TempDir dir;
+  write_file(dir / "p.json", synthetic_manifest().dump());
+  const std::string unwritable = "/proc/ramjet-no-such-place/report.json";
+  auto r = host("run " + quote((dir / "p.json").string()) + " --quiet --report " + unwritable);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  contains(r.output, unwritable + ": cannot write");
+  auto ok = host("run " + quote((dir / "p.json").string()) + " --quiet --report " + quote((dir / "r.json").string()));
+  EXPECT_EQ(ok.exit_code, 0) << "the same run with a writable report must pass: " << ok.output;
+}
+
 TEST(HostCli, CorruptDatasetIsInvalidInputNotACrash) {
   TempDir dir;
   write_file(dir / "images.idx", std::string("\x00\x00\x08\x03\x00\x00\x00\x05\x00\x00\x00\x02\x00\x00\x00\x02", 16) +

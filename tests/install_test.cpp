@@ -59,4 +59,24 @@ TEST(InstalledSdk, OutOfTreePluginBuildsAgainstThePrefixAndRuns) {
   EXPECT_EQ(r["data"]["train"]["elements"], 256);
   EXPECT_GE(image["min"].get<double>(), 240.0);
   EXPECT_EQ(image["max"].get<double>(), 255.0);
+
+  // A third party's precision policy takes its configuration object and trains through `ramjet run`.
+  if (!fs::exists(prefix / "lib/ramjet/plugins/onednn.json"))
+    GTEST_SKIP() << "the onednn plugin (the cpu backend) is not built here; the training half of this test needs it";
+  const fs::path manifest = source_dir() / "examples/plugin-template/train.json";
+  const fs::path train_report = tmp / "train-report.json";
+  step("training with the template's precision policy",
+       host + " run " + quote(manifest.string()) + " --quiet --report " + quote(train_report.string()));
+  auto t = nlohmann::json::parse(read_file(train_report))["train"];
+  EXPECT_EQ(t["precision"], "fixed_precision");
+  EXPECT_EQ(t["components"]["precision_policy"]["plugin"], "template_invert");
+  EXPECT_EQ(t["steps"], 48);  // 512 samples / batch 32 × 3 epochs
+  EXPECT_LT(t["history"][2]["loss"].get<double>(), t["history"][0]["loss"].get<double>());
+  // An unknown key in the policy's configuration is reported at validate time, with its pointer.
+  auto bad = run(host + " validate " + quote(manifest.string()) + " --set /train/precision/loss_scael=4");
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("train.json#/train/precision/loss_scael: unknown field 'loss_scael' (did you mean "
+                            "'loss_scale'?)"),
+            std::string::npos)
+      << bad.output;
 }

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 #include <thread>
 
@@ -219,6 +220,44 @@ TEST_F(TrainerTest, EarlyStoppingStopsAndRestoresTheBestEpochsWeights) {
   EXPECT_GT(history[2]["val_loss"].get<double>(), history[1]["val_loss"].get<double>());
   EXPECT_EQ(report["eval"]["restored_best_epoch"], 2);
   EXPECT_DOUBLE_EQ(report["eval"]["loss"].get<double>(), history[1]["val_loss"].get<double>());
+}
+
+TEST_F(TrainerTest, ResumedAfterItsBestEpochEndsWithTheSameRestoredWeights) {
+  // Epochs 1-2 improve, 3-4 do not (the learning rate jumps), patience 2 stops after epoch 4 and restores epoch 2.
+  auto doc = manifest_doc(1024, 32, 6,
+                          {{"schedule", {{"type", "step"}, {"boundaries", {64}}, {"values", {0.1, 3.0}}}},
+                           {"early_stopping", {{"monitor", "val_loss"}, {"patience", 2}, {"restore_best_weights", true}}},
+                           {"checkpoint", {{"dir", "whole"}, {"every_steps", 32}, {"keep", 100}}}});
+  Example whole_parameters;
+  TrainOptions uninterrupted;
+  uninterrupted.trained_parameters = &whole_parameters;
+  auto whole = train_model(write(doc, "whole.json"), registry, uninterrupted);
+  ASSERT_TRUE(whole["train"]["stopped_early"].get<bool>()) << whole["train"]["history"].dump();
+  ASSERT_EQ(whole["eval"]["restored_best_epoch"], 2);
+  // The same run interrupted in epoch 3 (after its best epoch, before it stops), then resumed.
+  doc["train"]["checkpoint"]["dir"] = "part";
+  TrainOptions interrupted;
+  interrupted.stop_after_steps = 96;
+  train_model(write(doc, "part.json"), registry, interrupted);
+  Example resumed_parameters;
+  TrainOptions resumed_options;
+  resumed_options.resume = true;
+  resumed_options.trained_parameters = &resumed_parameters;
+  auto resumed = train_model(write(doc, "part.json"), registry, resumed_options);
+  EXPECT_EQ(resumed["eval"]["restored_best_epoch"], 2);
+  ASSERT_EQ(whole_parameters.entries.size(), resumed_parameters.entries.size());
+  for (size_t i = 0; i < whole_parameters.entries.size(); ++i) {
+    const DLTensor& a = whole_parameters.entries[i].tensor->dl_tensor;
+    const DLTensor& b = resumed_parameters.entries[i].tensor->dl_tensor;
+    ASSERT_EQ(byte_size(a), byte_size(b));
+    EXPECT_EQ(std::memcmp(first_byte(a), first_byte(b), byte_size(a)), 0) << whole_parameters.entries[i].name;
+  }
+  // The final weights are the best epoch's, not the last epoch's: the comparison can fail.
+  Checkpoint last = load_checkpoint(*latest_checkpoint(dir / "part"));
+  const DLTensor& final_kernel = *resumed_parameters.find("dense/kernel");
+  EXPECT_NE(std::memcmp(first_byte(final_kernel), first_byte(*last.parameters.find("dense/kernel")),
+                        byte_size(final_kernel)),
+            0);
 }
 
 TEST_F(TrainerTest, MirroredStrategyBroadcastsReducesShardsAndOnlyRankZeroWrites) {

@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#ifndef RAMJET_INSTALL_PLUGIN_DIR
-#define RAMJET_INSTALL_PLUGIN_DIR ""
+#ifndef RAMJET_PLUGIN_DIR_FROM_BIN
+#define RAMJET_PLUGIN_DIR_FROM_BIN "../lib/ramjet/plugins"
 #endif
 
 namespace ramjet::core {
@@ -62,9 +62,9 @@ DiscoveryOptions discovery_options_from_environment() {
     for (const auto& dir : split(p, ':')) options.search_path.emplace_back(dir);
   std::error_code ec;
   fs::path exe = boost::dll::program_location(ec);
-  if (!ec) options.search_path.push_back((exe.parent_path() / ".." / "lib" / "ramjet" / "plugins").lexically_normal());
-  const fs::path installed = RAMJET_INSTALL_PLUGIN_DIR;
-  if (!installed.empty()) options.search_path.push_back(installed);
+  // Wherever the install went (or the build tree, which mirrors it): the plugin folder relative to the binary's,
+  // as the install layout put them. No configure-time prefix is baked in.
+  if (!ec) options.search_path.push_back((exe.parent_path() / RAMJET_PLUGIN_DIR_FROM_BIN).lexically_normal());
   // Drop duplicates (the build tree and the install prefix can be the same place), keeping the first.
   std::vector<fs::path> unique;
   for (const auto& dir : options.search_path) {

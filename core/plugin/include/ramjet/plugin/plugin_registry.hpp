@@ -20,8 +20,9 @@ struct DiscoveryOptions {
   std::vector<std::string> disable;                // these plugin names are never used
 };
 
-// RAMJET_PLUGIN_PATH (':'-separated, first wins), then <executable dir>/../lib/ramjet/plugins (the build tree and
-// a relocated install), then the configured install prefix's lib/ramjet/plugins; RAMJET_PLUGINS_SELECT and
+// RAMJET_PLUGIN_PATH (':'-separated, first wins), then the plugin folder beside the executable as the install
+// layout puts it (<executable dir>/../lib/ramjet/plugins: the build tree, or wherever the install went);
+// RAMJET_PLUGINS_SELECT and
 // RAMJET_PLUGINS_DISABLE (comma-separated names). The environment is ignored in privileged processes.
 DiscoveryOptions discovery_options_from_environment();
 
