@@ -5,23 +5,12 @@
 #include "ramjet/plugin/failure.hpp"
 #include "ramjet/train/checkpoint.hpp"
 #include "ramjet/train/evaluation.hpp"
+#include "ramjet/train/trainer.hpp"
 
 #include <cstdio>
 #include <ostream>
 
 namespace ramjet::core {
-
-std::unique_ptr<Backend> make_training_backend(const Plan& plan, PluginRegistry& registry, int64_t threads) {
-  const TrainConfig& t = *plan.train;
-  CreateArgs args;
-  args.config = t.backend.own_config();
-  if (threads > 0) args.config["threads"] = threads;
-  else if (t.threads > 0) args.config["threads"] = t.threads;
-  args.base_dir = plan.origin.base_dir();
-  args.where = plan.origin.where(t.backend.pointer);
-  args.seed = plan.seed;
-  return std::make_unique<Backend>(registry.component(RAMJET_KIND_BACKEND, t.backend.type()), args);
-}
 
 nlohmann::json evaluate_checkpoint(const Plan& original, PluginRegistry& registry, const EvalOptions& options) {
   if (!original.train || !original.graph)

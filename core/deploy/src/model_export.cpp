@@ -5,6 +5,7 @@
 #include "ramjet/plugin/failure.hpp"
 #include "ramjet/plugin/log.hpp"
 #include "ramjet/train/evaluation.hpp"
+#include "ramjet/train/trainer.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -27,15 +28,6 @@ int64_t float_bytes(const Example& parameters) {
   return bytes;
 }
 
-CreateArgs args_for(const Plan& plan, const ComponentSpec& spec) {
-  CreateArgs args;
-  args.config = spec.own_config();
-  args.base_dir = plan.origin.base_dir();
-  args.where = plan.origin.where(spec.pointer);
-  args.seed = plan.seed;
-  return args;
-}
-
 const PipelineSpec& calibration_pipeline(const Plan& plan, const ExportConfig& config) {
   const auto& spec = config.calibration_data == "eval" ? plan.eval_data : plan.train_data;
   if (!spec)
@@ -48,7 +40,7 @@ const PipelineSpec& calibration_pipeline(const Plan& plan, const ExportConfig& c
 
 QuantizedModel quantize_model(const Plan& plan, PluginRegistry& registry, Program& program, Example& parameters,
                               const ExportConfig& config) {
-  Quantizer quantizer(registry.component(RAMJET_KIND_QUANTIZER, config.quantizer.type()), args_for(plan, config.quantizer));
+  Quantizer quantizer(registry.component(RAMJET_KIND_QUANTIZER, config.quantizer.type()), plan.create_args(config.quantizer));
   // Calibration reads one pass of the chosen pipeline, as it is (TFLiteConverter's representative dataset).
   PipelineSpec spec = calibration_pipeline(plan, config);
   spec.epochs = 1;
@@ -125,7 +117,7 @@ nlohmann::json export_trained_model(const Plan& plan, PluginRegistry& registry, 
   QuantizedModel quantized = quantize_model(plan, registry, *program, parameters, config);
   program.reset();
   report["mode"] = quantized.graph.value("mode", std::string("full_integer"));
-  CreateArgs exporter_args = args_for(plan, config.exporter);
+  CreateArgs exporter_args = plan.create_args(config.exporter);
   Exporter exporter(registry.component(RAMJET_KIND_EXPORTER, config.exporter.type()), exporter_args);
   prepare_export_destination(plan);
   exporter.export_model(quantized.graph, quantized.parameters, config.path);

@@ -28,11 +28,8 @@ void check_training_options(const Plan& plan, SectionReader& reader) {
   json options = {{"optimizer", t.optimizer}};
   if (plan.train_data) options["batch"] = plan.train_data->batch;
   if (t.precision && plan.graph) {
-    CreateArgs args;
-    args.config = t.precision->own_config();
-    args.where = plan.origin.where(t.precision->pointer);
-    args.seed = plan.seed;
-    PrecisionPolicy policy(reader.registry().component(RAMJET_KIND_PRECISION_POLICY, t.precision->type()), args);
+    PrecisionPolicy policy(reader.registry().component(RAMJET_KIND_PRECISION_POLICY, t.precision->type()),
+                           plan.create_args(*t.precision));
     options["layer_dtypes"] = policy.layer_dtypes(plan.graph->ir);
   }
   const ComponentRef backend = reader.registry().component(RAMJET_KIND_BACKEND, t.backend.type());
@@ -91,6 +88,15 @@ std::optional<ComponentSpec> SectionReader::component(const json& value, const s
   for (auto& p : check_component_config(registry_.component(kind, name), args, pointer)) add(p.pointer, p.message);
   if (problems_.size() != before) return std::nullopt;
   return spec;
+}
+
+CreateArgs Plan::create_args(const ComponentSpec& spec) const {
+  CreateArgs args;
+  args.config = spec.own_config();
+  args.base_dir = origin.base_dir();
+  args.where = origin.where(spec.pointer);
+  args.seed = seed;
+  return args;
 }
 
 const PipelineSpec& Plan::require_eval(const std::string& why) const {

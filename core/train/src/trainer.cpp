@@ -58,15 +58,6 @@ double monitored(const std::string& metric, const Metrics& train, const std::opt
   return accuracy ? train.accuracy() : train.loss();
 }
 
-CreateArgs args_for(const Plan& plan, const ComponentSpec& spec) {
-  CreateArgs args;
-  args.config = spec.own_config();
-  args.base_dir = plan.origin.base_dir();
-  args.where = plan.origin.where(spec.pointer);
-  args.seed = plan.seed;
-  return args;
-}
-
 // One training run: its components, its state between steps, and the steps themselves.
 class Trainer {
  public:
@@ -88,9 +79,9 @@ class Trainer {
   void create_components() {
     // float32 and the built-in single-process strategy need no component; anything else is looked up by name.
     if (cfg_.precision)
-      policy_.emplace(registry_.component(RAMJET_KIND_PRECISION_POLICY, cfg_.precision->type()), args_for(plan_, *cfg_.precision));
+      policy_.emplace(registry_.component(RAMJET_KIND_PRECISION_POLICY, cfg_.precision->type()), plan_.create_args(*cfg_.precision));
     if (cfg_.strategy)
-      strategy_.emplace(registry_.component(RAMJET_KIND_STRATEGY, cfg_.strategy->type()), args_for(plan_, *cfg_.strategy));
+      strategy_.emplace(registry_.component(RAMJET_KIND_STRATEGY, cfg_.strategy->type()), plan_.create_args(*cfg_.strategy));
     rank_ = strategy_ ? strategy_->rank() : 0;
     world_ = strategy_ ? strategy_->world_size() : 1;
     progress_out_ = rank_ == 0 ? options_.progress : nullptr;
@@ -111,9 +102,7 @@ class Trainer {
   }
 
   void compile() {
-    CreateArgs args = args_for(plan_, cfg_.backend);
-    if (cfg_.threads > 0) args.config["threads"] = cfg_.threads;
-    backend_.emplace(registry_.component(RAMJET_KIND_BACKEND, cfg_.backend.type()), args);
+    backend_ = make_training_backend(plan_, registry_);
     backend_name_ = backend_->ref().label();
     nlohmann::json options = {{"batch", train_->spec().batch}, {"optimizer", cfg_.optimizer}};
     if (policy_) options["layer_dtypes"] = policy_->layer_dtypes(plan_.graph->ir);
@@ -380,7 +369,7 @@ class Trainer {
 
   std::optional<PrecisionPolicy> policy_;
   std::optional<Strategy> strategy_;
-  std::optional<Backend> backend_;
+  std::unique_ptr<Backend> backend_;
   std::unique_ptr<Program> program_;
   std::optional<InputPipeline> train_;
   std::unique_ptr<LrSchedule> schedule_;
@@ -405,6 +394,14 @@ class Trainer {
 };
 
 }  // namespace
+
+std::unique_ptr<Backend> make_training_backend(const Plan& plan, PluginRegistry& registry, int64_t threads) {
+  const TrainConfig& t = *plan.train;
+  CreateArgs args = plan.create_args(t.backend);
+  if (threads > 0) args.config["threads"] = threads;
+  else if (t.threads > 0) args.config["threads"] = t.threads;
+  return std::make_unique<Backend>(registry.component(RAMJET_KIND_BACKEND, t.backend.type()), args);
+}
 
 nlohmann::json train_model(const Plan& plan, PluginRegistry& registry, const TrainOptions& options) {
   if (!plan.train || !plan.graph || !plan.train_data)

@@ -18,9 +18,6 @@
 
 namespace ramjet::core {
 
-// The training backend the plan names (its configuration, and `threads` when > 0, else train.threads).
-std::unique_ptr<Backend> make_training_backend(const Plan& plan, PluginRegistry& registry, int64_t threads = 0);
-
 struct EvalOptions {
   std::optional<std::filesystem::path> checkpoint;  // default: the newest in /train/checkpoint/dir
   std::string precision = "float32";                // float32 or int8 (calibrated as /export says)

@@ -32,6 +32,9 @@ struct Plan {
 
   // The eval pipeline, or InvalidInput naming /data/eval when the manifest has none.
   const PipelineSpec& require_eval(const std::string& why) const;
+  // What a component named in this plan is created with: its own configuration, the manifest's folder, where it
+  // was written, the run seed.
+  CreateArgs create_args(const ComponentSpec& spec) const;
 };
 
 struct PlanReading {

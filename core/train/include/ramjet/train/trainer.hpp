@@ -3,12 +3,14 @@
 #pragma once
 
 #include "ramjet/plan/plan.hpp"
+#include "ramjet/plugin/backend.hpp"
 #include "ramjet/plugin/example.hpp"
 #include "ramjet/plugin/plugin_registry.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <iosfwd>
+#include <memory>
 
 namespace ramjet::core {
 
@@ -19,6 +21,10 @@ struct TrainOptions {
   int64_t stop_after_steps = -1;     // for tests and debugging: end after this many optimizer steps
   Example* trained_parameters = nullptr;  // when set, receives the final parameters (for export)
 };
+
+// The backend the plan's train section names, with its configuration and `threads` (when > 0, else
+// train.threads). The trainer, `ramjet eval` and export all make it here.
+std::unique_ptr<Backend> make_training_backend(const Plan& plan, PluginRegistry& registry, int64_t threads = 0);
 
 // Trains the model of a plan with a train section. Returns the report:
 // {"train": {...}, "eval": {...}, "data": {"train": pipeline report}}. Throws InvalidInput / RuntimeFailure.
