@@ -425,7 +425,7 @@ QModel small_cnn(int64_t batch) {
 // oneDNN's int8 kernels on a CPU without VNNI (AVX2's vpmaddubsw) saturate the int16 sums of u8 x s8 pairs, so their
 // results drift from the exact integer reference these tests compare against. On such a CPU the comparison has
 // nothing true to check: it skips, saying why (it runs, and must pass, on AVX512-VNNI or AVX-VNNI CPUs).
-bool cpu_has_vnni() { return __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni"); }
+static bool cpu_has_vnni() { return __builtin_cpu_supports("avx512vnni") || __builtin_cpu_supports("avxvnni"); }
 #define SKIP_WITHOUT_VNNI()                                                                                    \
   if (!cpu_has_vnni())                                                                                         \
   GTEST_SKIP() << "this CPU has no VNNI (AVX512-VNNI or AVX-VNNI): oneDNN's int8 kernels saturate here, so the " \
