@@ -1,7 +1,7 @@
 // conv2d with few input channels, not a multiple of 4 (oneDNN pads those to 4, wasting lanes), and few input
 // values per kernel row (kw * C <= 16; groups 1, dilation 1, at most 64 filters) as one step on
 // small_conv_kernel.hpp, taking in the max_pool that alone reads its output when there is one. Anything else, or
-// a CPU without AVX-512 VNNI, goes to the oneDNN convolution (weighted.cpp).
+// a CPU without AVX-512 VNNI, goes to weighted.cpp (oneDNN's convolution, or exact_conv.hpp without VNNI).
 //
 // Header-only because the plugin's source list is not this directory's to change; weighted.cpp includes it.
 #pragma once

@@ -3,7 +3,9 @@
 // points never reach the primitive's hot loop: the output's goes into the f32 bias (round(s * (acc + b + zp / s))
 // = round(s * (acc + b)) + zp), dense's input one into the bias too (minus zp_in * the kernel's column sum), and a
 // convolution whose input zero point is not 0 (u8 domain) hands it to oneDNN, which also gets the padding right.
+// On a CPU without VNNI, where oneDNN's int8 kernels saturate, both run on exact_conv.hpp's step instead.
 #include "../layout.hpp"
+#include "exact_conv.hpp"
 #include "qlayer_util.hpp"
 #include "small_conv.hpp"
 
@@ -149,12 +151,93 @@ class QDense : public WeightedStep {
   int32_t zp_in_ = 0;
 };
 
+// conv2d or dense on exact_conv.hpp's kernel, for a CPU where oneDNN's int8 kernels saturate (no VNNI). Reads and
+// writes its values in the host's layouts (nhwc, row-major).
+class ExactWeightedStep : public QStep {
+ public:
+  static std::unique_ptr<QStep> conv(const NodeSpec& node, QBuilder& b) {
+    QValue& in = only_input(node, b);
+    const ConvGeometry g = conv_geometry(node, in.shape);
+    if (node.shape != Shape{g.OH, g.OW, g.F})
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape is " + shape_string({g.OH, g.OW, g.F}) +
+                                                 ", the graph says " + shape_string(node.shape));
+    checked_param(node, b, "kernel", true, {g.kernel[0], g.kernel[1], g.C / g.G, g.F}, true);
+    checked_param(node, b, "bias", false, {g.F}, false);
+    ExactConvShape s;
+    s.H = g.H, s.W = g.W, s.C = g.C, s.F = g.F, s.G = g.G, s.OH = g.OH, s.OW = g.OW;
+    s.kh = g.kernel[0], s.kw = g.kernel[1], s.sh = g.strides[0], s.sw = g.strides[1];
+    s.dh = g.dilation[0], s.dw = g.dilation[1];
+    s.pt = g.padding[0], s.pb = g.padding[1], s.pl = g.padding[2], s.pr = g.padding[3];
+    return std::unique_ptr<QStep>(new ExactWeightedStep(node, b, in, s));
+  }
+
+  static std::unique_ptr<QStep> dense(const NodeSpec& node, QBuilder& b) {
+    QValue& in = only_input(node, b);
+    if (in.shape.size() != 1)
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "dense needs a flat input, got " + shape_string(in.shape) +
+                                                 " (add a flatten layer first)");
+    const int64_t K = in.shape[0];
+    const int64_t units = node.attr_int("units", node.shape.empty() ? 0 : node.shape[0]);
+    if (units < 1 || node.shape != Shape{units})
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape must be [units]");
+    checked_param(node, b, "kernel", true, {K, units}, true);
+    checked_param(node, b, "bias", false, {units}, false);
+    ExactConvShape s;  // a 1x1 convolution of a 1x1 image with K channels
+    s.C = K, s.F = units;
+    return std::unique_ptr<QStep>(new ExactWeightedStep(node, b, in, s));
+  }
+
+  void prepare(const QParamStore& params, dnnl::stream&) override {
+    const int32_t* bias = bias_.empty() ? nullptr : params.get(bias_).s32.data();
+    pack_exact_weights(shape_, params.get(kernel_).s8.data(), bias, scales_, zp_in_, zp_out_, weights_);
+  }
+
+  void run(dnnl::stream&) override {
+    exact_conv_forward(shape_, batch_, static_cast<const uint8_t*>(src_.get_data_handle()),
+                       static_cast<uint8_t>(zp_in_), weights_, static_cast<uint8_t*>(dst_.get_data_handle()), scratch_);
+  }
+
+ private:
+  ExactWeightedStep(const NodeSpec& node, QBuilder& b, QValue& in, const ExactConvShape& s)
+      : shape_(s), batch_(b.batch()) {
+    kernel_ = node.param("kernel");
+    if (node.params.count("bias")) bias_ = node.param("bias");
+    const ActivationQuant& out = output_quant(node, b);
+    scales_ = output_scales(node, b, in.quant, out, s.F);
+    zp_in_ = in.quant.zp_u8();
+    zp_out_ = out.zp_u8();
+    const ClampRange clamp = activation_range(node, out);
+    weights_.lo = static_cast<float>(std::max(0, clamp.lo + 128));
+    weights_.hi = static_cast<float>(std::min(255, clamp.hi + 128));
+    src_ = b.canonical(in);
+    dst_ = b.define(node.name, node.shape, out, canonical_md(b.batch(), node.shape, dt::u8)).mem;
+  }
+
+  ExactConvShape shape_;
+  int64_t batch_;
+  std::string kernel_, bias_;
+  std::vector<float> scales_;
+  int32_t zp_in_ = 0, zp_out_ = 0;
+  ExactConvWeights weights_;
+  dnnl::memory src_, dst_;
+  std::vector<uint8_t> scratch_;
+};
+
+bool onednn_exact() {
+  static const bool exact = onednn_int8_is_exact();
+  return exact;
+}
+
 }  // namespace
 
 void build_conv2d(const NodeSpec& node, QBuilder& b) {
   if (std::unique_ptr<QStep> small = SmallConvStep::try_build(node, b)) return b.add(std::move(small));
+  if (!onednn_exact()) return b.add(ExactWeightedStep::conv(node, b));
   b.add(std::make_unique<QConv2D>(node, b));
 }
-void build_dense(const NodeSpec& node, QBuilder& b) { b.add(std::make_unique<QDense>(node, b)); }
+void build_dense(const NodeSpec& node, QBuilder& b) {
+  if (!onednn_exact()) return b.add(ExactWeightedStep::dense(node, b));
+  b.add(std::make_unique<QDense>(node, b));
+}
 
 }  // namespace onednn::int8
