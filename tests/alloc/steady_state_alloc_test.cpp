@@ -17,6 +17,7 @@
 #include <cstring>
 #include <cstdio>
 #include <new>
+#include <string>
 
 namespace {
 std::atomic<int64_t> g_news{0};        // calls from anywhere but oneDNN
@@ -97,12 +98,22 @@ TEST(SteadyState, ATrainingStepOnTheCpuBackendAllocatesNothing) {
               "loss": {"type": "sparse_softmax_cross_entropy"}}})");
   const Graph graph = build_graph(model["model"], Origin{"alloc.json"});
   PluginRegistry registry{DiscoveryOptions{{RAMJET_TEST_PLUGIN_DIR}, {}, {}}};
+  std::string refused;  // why mixed_bfloat16 could not be checked on this CPU
   for (const char* precision : {"float32", "mixed_bfloat16"}) {
     SCOPED_TRACE(precision);
     CreateArgs args;
     args.config = {{"threads", 2}};
     Backend backend(registry.component(RAMJET_KIND_BACKEND, "cpu"), args);
-    auto program = backend.compile(graph.ir, {{"batch", 32}, {"precision", precision}, {"optimizer", {{"type", "adam"}}}});
+    std::unique_ptr<Program> program;
+    try {
+      program = backend.compile(graph.ir, {{"batch", 32}, {"precision", precision}, {"optimizer", {{"type", "adam"}}}});
+    } catch (const std::exception& e) {
+      // The backend refuses mixed_bfloat16 on a CPU without AVX-512 (plugins/onednn/options.cpp): nothing to count.
+      if (std::strcmp(precision, "mixed_bfloat16") != 0 || std::strstr(e.what(), "needs a CPU with AVX-512") == nullptr)
+        throw;
+      refused = e.what();
+      continue;
+    }
     Example initial = initial_parameters(graph.ir, 3);
     program->set_state("parameters", initial);
     Example batch;
@@ -135,4 +146,5 @@ TEST(SteadyState, ATrainingStepOnTheCpuBackendAllocatesNothing) {
     auto again = backend.compile(graph.ir, {{"batch", 16}, {"precision", precision}});
     EXPECT_GT(g_news.load() - compiling, 0);
   }
+  if (!refused.empty()) GTEST_SKIP() << "float32 checked; mixed_bfloat16 not, this CPU cannot run it: " << refused;
 }
