@@ -102,7 +102,7 @@ TEST(HostCli, ValidateRejectsMalformedJsonWithByteOffset) {
   contains(r.output, (dir / "broken.json").string() + ": not valid JSON at byte 20");
   auto missing = host("validate " + quote((dir / "absent.json").string()));
   EXPECT_EQ(missing.exit_code, 2);
-  contains(missing.output, "absent.json: cannot open the manifest file");
+  contains(missing.output, "absent.json: cannot open: no such file");
 }
 
 TEST(HostCli, RunWritesAReportAndHonoursSet) {
@@ -143,14 +143,15 @@ TEST(HostCli, PluginLoadFailureAtRunIsRuntimeFailure) {
   contains(r.output, "cannot load plugin 'entry_fails'");
 }
 
-TEST(HostCli, AFailedWriteIsARuntimeFailureNamingTheFile) {
-  // The disk or the folder failed, not the user's input: exit 1, and the file is named.
+TEST(HostCli, AnUnwritableReportIsRefusedBeforeTheRunNamingTheFile) {
+  // Found before the work that would end in writing it: exit 2 at once, and the folder is named.
   TempDir dir;
   write_file(dir / "p.json", synthetic_manifest().dump());
   const std::string unwritable = "/proc/ramjet-no-such-place/report.json";
-  auto r = host("run " + quote((dir / "p.json").string()) + " --quiet --report " + unwritable);
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  contains(r.output, unwritable + ": cannot write");
+  auto r = host("run " + quote((dir / "p.json").string()) + " --report " + unwritable);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  contains(r.output, "--report: cannot create the folder /proc/ramjet-no-such-place");
+  EXPECT_EQ(r.output.find("epoch"), std::string::npos) << "nothing may run first: " << r.output;
   auto ok = host("run " + quote((dir / "p.json").string()) + " --quiet --report " + quote((dir / "r.json").string()));
   EXPECT_EQ(ok.exit_code, 0) << "the same run with a writable report must pass: " << ok.output;
 }

@@ -36,7 +36,7 @@ TEST(PluginManifest, NotJsonSaysWhereItBroke) {
   TempDir dir;
   auto p = parse_text(dir, "{\"name\": \"x\",, }");
   ASSERT_FALSE(p.manifest);
-  EXPECT_NE(p.describe().find("not valid JSON (byte 14)"), std::string::npos) << p.describe();
+  EXPECT_NE(p.describe().find("not valid JSON at byte 14"), std::string::npos) << p.describe();
 }
 
 TEST(PluginManifest, MissingFieldsAreEachReported) {

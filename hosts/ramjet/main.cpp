@@ -6,6 +6,8 @@
 #include "ramjet/plan/plan.hpp"
 #include "ramjet/plugin/atomic_file.hpp"
 #include "ramjet/plugin/failure.hpp"
+#include "ramjet/plugin/json_text.hpp"
+#include "ramjet/plugin/machine_limits.hpp"
 #include "ramjet/plugin/plugin_listing.hpp"
 #include "ramjet/plugin/plugin_registry.hpp"
 #include "ramjet/run/run.hpp"
@@ -31,6 +33,8 @@ namespace {
 constexpr int kExitOk = 0;
 constexpr int kExitRuntime = 1;
 constexpr int kExitUsage = 2;
+// Messages list every problem of a manifest; beyond this they are cut (an echoed value can be megabytes).
+constexpr size_t kMessageLimit = 8192;
 
 const char* kUsage =
     "usage: ramjet [--help] [--version] COMMAND [ARGS]\n"
@@ -92,6 +96,12 @@ bool parse_manifest_command(const std::vector<std::string>& args, const po::opti
   return false;
 }
 
+// An output named on the command line is checked before the work that ends in writing it.
+void refuse_unwritable(const std::string& path, const std::string& flag) {
+  if (const std::string why = prepare_destination(path); !why.empty())
+    throw InvalidInput(flag + ": " + excerpt(why, 400));
+}
+
 PipelineManifest manifest_from(const po::variables_map& vm) {
   if (!vm.count("manifest")) throw po::error("missing MANIFEST");
   PipelineManifest manifest = load_pipeline_manifest(vm["manifest"].as<std::string>());
@@ -123,6 +133,7 @@ int command_running(const std::vector<std::string>& args, bool whole_run) {
   PipelineManifest manifest = manifest_from(vm);
   PluginRegistry registry(discovery_options_from_environment());
   const Plan plan = require_plan(manifest, registry);
+  if (vm.count("report")) refuse_unwritable(vm["report"].as<std::string>(), "--report");
   RunOptions run_options;
   if (!vm.count("quiet")) run_options.progress = &std::cout;
   run_options.terminal = isatty(STDOUT_FILENO) != 0;
@@ -139,8 +150,8 @@ int command_eval(const std::vector<std::string>& args) {
   options.add_options()("checkpoint", po::value<std::string>(), "checkpoint file (default: the newest in train.checkpoint.dir)")(
       "precision", po::value<std::string>()->default_value("float32"),
       "float32, or int8: calibrate and quantize as the manifest's export section says, then run int8 inference")(
-      "batch", po::value<int64_t>()->default_value(0), "evaluation batch size (default: the eval pipeline's)")(
-      "threads", po::value<int64_t>()->default_value(0), "backend threads (default: train.threads or the backend's)")(
+      "batch", po::value<int64_t>(), "evaluation batch size (default: the eval pipeline's)")(
+      "threads", po::value<int64_t>(), "backend threads (default: train.threads or the backend's)")(
       "predictions", po::value<std::string>(), "write each sample's top-1 class to FILE (little-endian int32)")(
       "json", "print the result as JSON")("report", po::value<std::string>(), "write the result as JSON to FILE");
   po::variables_map vm;
@@ -151,10 +162,19 @@ int command_eval(const std::vector<std::string>& args) {
   EvalOptions eval;
   if (vm.count("checkpoint")) eval.checkpoint = vm["checkpoint"].as<std::string>();
   eval.precision = vm["precision"].as<std::string>();
-  eval.batch = vm["batch"].as<int64_t>();
-  eval.threads = vm["threads"].as<int64_t>();
-  if (eval.batch < 0 || eval.threads < 0) throw po::error("--batch and --threads must not be negative");
+  if (vm.count("batch")) {
+    eval.batch = vm["batch"].as<int64_t>();
+    if (eval.batch < 1 || eval.batch > kMaxBatch)
+      throw po::error("--batch must be from 1 to " + std::to_string(kMaxBatch) + ", got " + std::to_string(eval.batch));
+  }
+  if (vm.count("threads")) {
+    eval.threads = vm["threads"].as<int64_t>();
+    if (eval.threads < 1 || eval.threads > max_threads())
+      throw po::error("--threads must be from 1 to " + max_threads_explained() + ", got " + std::to_string(eval.threads));
+  }
   if (vm.count("predictions")) eval.predictions = vm["predictions"].as<std::string>();
+  if (vm.count("predictions")) refuse_unwritable(vm["predictions"].as<std::string>(), "--predictions");
+  if (vm.count("report")) refuse_unwritable(vm["report"].as<std::string>(), "--report");
   if (!vm.count("json")) eval.progress = &std::cout;
   nlohmann::json report = evaluate_checkpoint(plan, registry, eval);
   report["ramjet_version"] = RAMJET_VERSION;
@@ -217,13 +237,17 @@ int main(int argc, char** argv) {
   try {
     return dispatch(argc, argv);
   } catch (const po::error& e) {
-    std::cerr << "ramjet: " << e.what() << "\n(see `ramjet --help`)\n";
+    std::cerr << "ramjet: " << excerpt(e.what(), kMessageLimit) << "\n(see `ramjet --help`)\n";
     return kExitUsage;
   } catch (const InvalidInput& e) {
-    std::cerr << "ramjet: error: " << e.what() << "\n";
+    std::cerr << "ramjet: error: " << excerpt(e.what(), kMessageLimit) << "\n";
     return kExitUsage;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "ramjet: failed: out of memory (an allocation was refused; a smaller batch, model or cache needs "
+                 "less)\n";
+    return kExitRuntime;
   } catch (const std::exception& e) {
-    std::cerr << "ramjet: failed: " << e.what() << "\n";
+    std::cerr << "ramjet: failed: " << excerpt(e.what(), kMessageLimit) << "\n";
     return kExitRuntime;
   } catch (...) {
     std::cerr << "ramjet: failed: unknown error\n";

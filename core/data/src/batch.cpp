@@ -1,6 +1,9 @@
 #include "ramjet/data/batch.hpp"
 
+#include "ramjet/data/example_io.hpp"
 #include "ramjet/plugin/failure.hpp"
+
+#include <unistd.h>
 
 #include <cstring>
 #include <vector>
@@ -25,6 +28,27 @@ std::string batch_shape_of_item(const DLTensor& batch) {
 
 }  // namespace
 
+// A batch is allocated whole when its first element arrives: refuse one that cannot fit in this machine's memory
+// (half of it, leaving room for the model) before asking for it, rather than failing inside the allocator.
+void BatchAssembly::check_batch_fits(const Example& element) const {
+  uint64_t bytes = 0;
+  for (const auto& e : element.entries) {
+    uint64_t tensor_bytes = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(byte_size(e.tensor->dl_tensor)), static_cast<uint64_t>(batch_),
+                               &tensor_bytes) ||
+        __builtin_add_overflow(bytes, tensor_bytes, &bytes))
+      bytes = UINT64_MAX;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const uint64_t memory = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  if (memory > 0 && bytes > memory / 2)
+    throw InvalidInput("a batch of " + std::to_string(batch_) + " elements of " +
+                       std::to_string(example_bytes(element)) + " bytes would need " +
+                       (bytes == UINT64_MAX ? std::string("more than 2^64") : std::to_string(bytes >> 20) + " MiB") +
+                       ", over half of this machine's memory (" + std::to_string(memory >> 20) +
+                       " MiB): lower the batch size");
+}
+
 void BatchAssembly::place(int64_t epoch, int64_t position, const Example& element) {
   const auto key = std::make_pair(epoch, position / batch_);
   const int64_t slot = position % batch_;
@@ -35,6 +59,7 @@ void BatchAssembly::place(int64_t epoch, int64_t position, const Example& elemen
     if (!entry) {
       // The first element to arrive fixes the batch's tensors.
       entry = std::make_unique<Example>();
+      check_batch_fits(element);
       for (const auto& e : element.entries) {
         const DLTensor& t = e.tensor->dl_tensor;
         std::vector<int64_t> shape{batch_};

@@ -1,5 +1,7 @@
 #include "ramjet/deploy/model_export.hpp"
 
+#include "ramjet/plugin/atomic_file.hpp"
+
 #include "ramjet/deploy/model_eval.hpp"
 #include "ramjet/data/input_pipeline.hpp"
 #include "ramjet/plugin/failure.hpp"
@@ -82,12 +84,8 @@ std::unique_ptr<Program> compile_quantized(const Backend& backend, QuantizedMode
 
 void prepare_export_destination(const Plan& plan) {
   const std::filesystem::path& path = plan.exporting->path;
-  if (!path.has_parent_path()) return;
-  std::error_code error;
-  std::filesystem::create_directories(path.parent_path(), error);
-  if (error || !std::filesystem::is_directory(path.parent_path()))
-    throw InvalidInput(plan.origin.where("/export/path") + ": cannot create the folder " + path.parent_path().string() +
-                       (error ? ": " + error.message() : std::string()));
+  if (const std::string why = prepare_destination(path); !why.empty())
+    throw InvalidInput(plan.origin.where("/export/path") + ": " + why);
 }
 
 nlohmann::json export_trained_model(const Plan& plan, PluginRegistry& registry, Example& parameters,

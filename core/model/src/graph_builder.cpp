@@ -1,6 +1,10 @@
 #include "ramjet/plugin/failure.hpp"
 #include "ramjet/model/graph.hpp"
 
+#include <ramjet/sdk/fields.hpp>
+
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -17,10 +21,24 @@ std::string shape_text(const Shape& s) {
   return t + "]";
 }
 
+// Bounds on what a manifest may ask for, so that no size arithmetic downstream (offsets, byte counts, oneDNN
+// descriptors) can overflow: one dimension (units, filters, a kernel or input extent) below 2^24, one example's
+// tensor below 2^31 elements.
+constexpr int64_t kMaxDimension = int64_t{1} << 24;
+constexpr int64_t kMaxElementsPerExample = int64_t{1} << 31;
+
+// The element count, or INT64_MAX when it overflows.
 int64_t product(const Shape& s) {
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
   return n;
+}
+
+// This machine's memory in bytes (0 when unknown): a model whose parameters alone do not fit is refused up front.
+int64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
 }
 
 const std::set<std::string> kActivations = {"linear", "relu", "relu6", "sigmoid", "tanh", "gelu"};
@@ -62,8 +80,13 @@ class Builder {
     const std::string name = input->begin().key();
     const json& shape = input->begin().value();
     if (!shape.is_array() || shape.empty() ||
-        !std::all_of(shape.begin(), shape.end(), [](const json& d) { return d.is_number_integer() && d.get<int64_t>() > 0; }))
-      fail(root_ + "/input/" + name, "must be an array of positive dimensions, e.g. [28, 28, 1]");
+        !std::all_of(shape.begin(), shape.end(), [](const json& d) {
+          return d.is_number_integer() && d.get<int64_t>() > 0 && d.get<int64_t>() <= kMaxDimension;
+        }))
+      fail(root_ + "/input/" + name, "must be an array of positive dimensions up to " + std::to_string(kMaxDimension) +
+                                         ", e.g. [28, 28, 1]");
+    if (product(shape.get<Shape>()) > kMaxElementsPerExample)
+      fail(root_ + "/input/" + name, "one example would have more than 2^31 elements");
     ir_["inputs"] = json::array({{{"name", name}, {"shape", shape}, {"dtype", "float32"}}});
     ir_["nodes"] = json::array();
     ir_["params"] = json::object();
@@ -115,17 +138,20 @@ class Builder {
   std::vector<int64_t> pair(const json& layer, const char* key, int64_t fallback, const std::string& p) {
     if (!layer.contains(key)) return {fallback, fallback};
     const json& v = layer[key];
-    if (v.is_number_integer() && v.get<int64_t>() > 0) return {v.get<int64_t>(), v.get<int64_t>()};
-    if (v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer() && v[0].get<int64_t>() > 0 &&
-        v[1].get<int64_t>() > 0)
-      return v.get<std::vector<int64_t>>();
-    fail(p + "/" + key, "must be a positive integer or [height, width]");
+    auto ok = [](const json& x) {
+      return x.is_number_integer() && x.get<int64_t>() > 0 && x.get<int64_t>() <= kMaxDimension;
+    };
+    if (ok(v)) return {v.get<int64_t>(), v.get<int64_t>()};
+    if (v.is_array() && v.size() == 2 && ok(v[0]) && ok(v[1])) return v.get<std::vector<int64_t>>();
+    fail(p + "/" + key, "must be a positive integer or [height, width], each at most " + std::to_string(kMaxDimension));
   }
 
   int64_t positive(const json& layer, const char* key, const std::string& p) {
     auto it = layer.find(key);
     if (it == layer.end()) fail(p + "/" + key, "required field is missing");
-    if (!it->is_number_integer() || it->get<int64_t>() < 1) fail(p + "/" + key, "must be a positive integer, got " + it->dump());
+    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > kMaxDimension)
+      fail(p + "/" + key, "must be an integer from 1 to " + std::to_string(kMaxDimension) + ", got " +
+                              ramjet::quote_value(*it));
     return it->get<int64_t>();
   }
 
@@ -157,9 +183,16 @@ class Builder {
     return padding == "same";
   }
 
-  void add_param(const std::string& name, const Shape& shape, const std::string& init, int64_t fan_in, int64_t fan_out) {
+  void add_param(const std::string& name, const Shape& shape, const std::string& init, int64_t fan_in, int64_t fan_out,
+                 const std::string& p) {
     ir_["params"][name] = {{"shape", shape}, {"init", init}, {"fan_in", fan_in}, {"fan_out", fan_out}};
-    parameter_count_ += product(shape);
+    const int64_t count = product(shape);
+    const int64_t memory = physical_memory_bytes();
+    // Four bytes a parameter in float32, before gradients and optimizer slots: the least a run needs.
+    if (count > kMaxElementsPerExample || __builtin_add_overflow(parameter_count_, count, &parameter_count_) ||
+        (memory > 0 && parameter_count_ > memory / 4))
+      fail(p, "the model's parameters would not fit in this machine's memory (" + std::to_string(memory >> 20) +
+                  " MiB): " + name + " is " + shape_text(shape));
   }
 
   std::string add_layer(const json& layer, const std::string& p, const std::string& previous) {
@@ -209,10 +242,10 @@ class Builder {
                {"dilation", d}, {"groups", groups}, {"use_bias", bias}, {"activation", activation(layer, p)}};
       const Shape kernel{k[0], k[1], in[2] / groups, filters};
       add_param(name + "/kernel", kernel, initializer(layer, "kernel_initializer", "glorot_uniform", p),
-                k[0] * k[1] * in[2] / groups, k[0] * k[1] * filters / groups);
+                k[0] * k[1] * in[2] / groups, k[0] * k[1] * filters / groups, p);
       params["kernel"] = name + "/kernel";
       if (bias) {
-        add_param(name + "/bias", {filters}, initializer(layer, "bias_initializer", "zeros", p), 0, 0);
+        add_param(name + "/bias", {filters}, initializer(layer, "bias_initializer", "zeros", p), 0, 0, p);
         params["bias"] = name + "/bias";
       }
     } else if (type == "dense") {
@@ -223,10 +256,10 @@ class Builder {
       name = unique_name(layer, type, p);
       const bool bias = layer.value("use_bias", true);
       attrs = {{"units", units}, {"use_bias", bias}, {"activation", activation(layer, p)}};
-      add_param(name + "/kernel", {in[0], units}, initializer(layer, "kernel_initializer", "glorot_uniform", p), in[0], units);
+      add_param(name + "/kernel", {in[0], units}, initializer(layer, "kernel_initializer", "glorot_uniform", p), in[0], units, p);
       params["kernel"] = name + "/kernel";
       if (bias) {
-        add_param(name + "/bias", {units}, initializer(layer, "bias_initializer", "zeros", p), 0, 0);
+        add_param(name + "/bias", {units}, initializer(layer, "bias_initializer", "zeros", p), 0, 0, p);
         params["bias"] = name + "/bias";
       }
     } else if (type == "max_pool" || type == "avg_pool") {
@@ -252,12 +285,16 @@ class Builder {
     } else if (type == "reshape") {
       const Shape& in = single();
       if (!layer.contains("shape") || !layer["shape"].is_array()) fail(p + "/shape", "required: the per-example shape");
+      for (const auto& d : layer["shape"])
+        if (!d.is_number_integer() || d.get<int64_t>() < -1 || d.get<int64_t>() > kMaxElementsPerExample)
+          fail(p + "/shape", "dimensions must be positive integers (one may be -1), got " + ramjet::quote_value(d));
       out = layer["shape"].get<Shape>();
       int64_t known = 1, infer = -1;
       for (size_t i = 0; i < out.size(); ++i) {
         if (out[i] == -1 && infer < 0) infer = static_cast<int64_t>(i);
         else if (out[i] < 1) fail(p + "/shape", "dimensions must be positive (one may be -1)");
-        else known *= out[i];
+        else if (__builtin_mul_overflow(known, out[i], &known) || known > kMaxElementsPerExample)
+          fail(p + "/shape", "more than 2^31 elements per example");
       }
       if (infer >= 0) out[static_cast<size_t>(infer)] = product(in) / known;
       if (product(out) != product(in)) fail(p + "/shape", shape_text(out) + " does not hold the " + std::to_string(product(in)) + " values of " + shape_text(in));
@@ -276,7 +313,7 @@ class Builder {
       attrs = {{"momentum", layer.value("momentum", 0.99)}, {"epsilon", layer.value("epsilon", 1e-3)}};
       for (const char* part : {"gamma", "beta", "moving_mean", "moving_variance"}) {
         const bool one = std::string(part) == "gamma" || std::string(part) == "moving_variance";
-        add_param(name + "/" + part, {c}, one ? "ones" : "zeros", 0, 0);
+        add_param(name + "/" + part, {c}, one ? "ones" : "zeros", 0, 0, p);
         params[part] = name + "/" + part;
       }
       attrs["trainable"] = {"gamma", "beta"};
@@ -328,6 +365,8 @@ class Builder {
       if (it == allowed.end() || !it->second.count(key)) fail(p + "/" + key, "unknown field for a " + type + " layer");
     }
     if (out.empty() || product(out) < 1) fail(p, "produces an empty output " + shape_text(out));
+    if (product(out) > kMaxElementsPerExample)
+      fail(p, "its output " + shape_text(out) + " would have more than 2^31 elements per example");
     node = {{"name", name}, {"op", op}, {"inputs", inputs}, {"shape", out}, {"attrs", attrs}};
     if (!params.empty()) node["params"] = params;
     ir_["nodes"].push_back(node);

@@ -1,6 +1,8 @@
 // The `data` section: each input pipeline's settings, checked and read once. The defaults are PipelineSpec's.
 #include "data_section.hpp"
 
+#include "ramjet/plugin/machine_limits.hpp"
+
 #include <ramjet/sdk/fields.hpp>
 
 namespace ramjet::core {
@@ -10,9 +12,10 @@ using nlohmann::json;
 using ramjet::Field;
 using ramjet::Fields;
 
-std::optional<std::string> auto_or_at_least(const json& v, int64_t min) {
-  if (v == "auto" || (v.is_number_integer() && v.get<int64_t>() >= min)) return std::nullopt;
-  return "must be \"auto\" or an integer >= " + std::to_string(min) + ", got " + ramjet::quote_value(v);
+std::optional<std::string> auto_or_between(const json& v, int64_t min, int64_t max, const std::string& max_text) {
+  if (v == "auto" || (v.is_number_integer() && v.get<int64_t>() >= min && v.get<int64_t>() <= max)) return std::nullopt;
+  return "must be \"auto\" or an integer from " + std::to_string(min) + " to " + max_text + ", got " +
+         ramjet::quote_value(v);
 }
 
 const Fields& pipeline_fields() {
@@ -20,7 +23,7 @@ const Fields& pipeline_fields() {
       Field::object("source", Fields{}.allow_unknown()).required().doc("a data_source component"),
       Field::array("map").doc("transforms before the cache"),
       Field::array("augment").doc("transforms after the shuffle"),
-      Field::integer("batch").at_least(1),
+      Field::integer("batch").at_least(1).at_most(static_cast<double>(kMaxBatch)),
       Field::boolean("drop_remainder"),
       Field::integer("epochs").at_least(1),
       Field::integer("take").at_least(0),
@@ -29,8 +32,12 @@ const Fields& pipeline_fields() {
         if (v.get<std::string>().empty()) return "must be \"memory\" or a file path, got \"\"";
         return std::nullopt;
       }),
-      Field::any("parallelism").rule([](const json& v) { return auto_or_at_least(v, 1); }),
-      Field::any("prefetch").rule([](const json& v) { return auto_or_at_least(v, 0); }),
+      Field::any("parallelism").rule([](const json& v) {
+        return auto_or_between(v, 1, max_threads(), max_threads_explained());
+      }),
+      Field::any("prefetch").rule([](const json& v) {
+        return auto_or_between(v, 0, kMaxPrefetch, std::to_string(kMaxPrefetch));
+      }),
       Field::boolean("deterministic"),
       Field::object("shard", Fields{Field::integer("count").at_least(1).required(),
                                     Field::integer("index").at_least(0).required()}),
@@ -38,7 +45,11 @@ const Fields& pipeline_fields() {
                                          Field::integer("block_length").at_least(1),
                                          Field::boolean("parallel")}),
       Field::string("on_error").one_of({"fail", "skip"}),
-      Field::object("budget", Fields{Field::integer("cpu").at_least(1), Field::integer("memory_mb").at_least(1)}),
+      Field::object("budget", Fields{Field::integer("cpu").at_least(1).rule([](const json& v) -> std::optional<std::string> {
+                                       if (v.get<int64_t>() <= max_threads()) return std::nullopt;
+                                       return "must be at most " + max_threads_explained() + ", got " + v.dump();
+                                     }),
+                                     Field::integer("memory_mb").at_least(1).at_most(double(int64_t{1} << 30))}),
   };
   return fields;
 }

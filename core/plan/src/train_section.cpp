@@ -3,6 +3,8 @@
 // strategy are components that judge their own configurations.
 #include "train_section.hpp"
 
+#include "ramjet/plugin/machine_limits.hpp"
+
 #include <algorithm>
 
 namespace ramjet::core {
@@ -34,7 +36,10 @@ const Fields& train_fields() {
                                              Field::boolean("restore_best_weights")}),
       Field::object("checkpoint", Fields{Field::string("dir").required(), Field::integer("every_steps").at_least(0),
                                          Field::integer("keep").at_least(1)}),
-      Field::integer("threads").at_least(0),
+      Field::integer("threads").at_least(0).rule([](const json& v) -> std::optional<std::string> {
+        if (v.get<int64_t>() <= max_threads()) return std::nullopt;
+        return "must be at most " + max_threads_explained() + ", got " + v.dump();
+      }),
   };
   return fields;
 }

@@ -32,4 +32,27 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
   as_runtime_failure([&] { ramjet::write_file_atomically(path, text); });
 }
 
+std::string prepare_destination(const std::filesystem::path& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (path.filename().empty()) return path.string() + " names a folder, not a file";
+  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  fs::create_directories(folder, ec);
+  if (ec || !fs::is_directory(folder)) return "cannot create the folder " + folder.string() + (ec ? ": " + ec.message() : "");
+  if (fs::is_directory(fs::status(path, ec))) return path.string() + " is a folder";
+  const std::string stale = "." + path.filename().string() + ".tmp";
+  for (const auto& entry : fs::directory_iterator(folder, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > stale.size() && name.compare(0, stale.size(), stale) == 0 &&
+        name.find_first_not_of("0123456789", stale.size()) == std::string::npos && entry.is_regular_file(ec))
+      fs::remove(entry.path(), ec);  // a killed writer's; a live one's would be ours to race anyway
+  }
+  try {
+    ramjet::AtomicFile probe(path);  // removed again when it goes out of scope uncommitted
+  } catch (const ramjet::Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
 }  // namespace ramjet::core

@@ -1,5 +1,8 @@
 #include "ramjet/plugin/plugin_manifest.hpp"
 
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/plugin/json_text.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -64,16 +67,15 @@ std::string ManifestParse::describe() const {
 ManifestParse read_plugin_manifest(const std::filesystem::path& file) {
   ManifestParse result;
   Checker check(result.problems);
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
-    check.add("", "cannot open the manifest file");
-    return result;
-  }
   json doc;
   try {
-    doc = json::parse(in);
-  } catch (const json::parse_error& e) {
-    check.add("", std::string("not valid JSON (byte ") + std::to_string(e.byte) + "): " + e.what());
+    doc = read_json_file(file);
+  } catch (const InvalidInput& e) {
+    // The message starts with the file's name, which the problem list already shows.
+    std::string why = e.what();
+    const std::string prefix = file.string() + ": ";
+    if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+    check.add("", why);
     return result;
   }
   if (!doc.is_object()) {

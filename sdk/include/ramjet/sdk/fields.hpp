@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -224,6 +225,10 @@ inline void Field::check(const nlohmann::json& value, const std::string& pointer
           !(value.is_number_float() && std::isfinite(value.get<double>()) &&
             value.get<double>() == std::floor(value.get<double>())))
         return wrong("must be an integer, got " + quote_value(value));
+      // Readers take integers as int64_t: a value outside its range (1e300, 2^64 - 1) would convert wrongly.
+      if ((value.is_number_unsigned() && value.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) ||
+          (value.is_number_float() && std::fabs(value.get<double>()) >= 9.2e18))
+        return wrong("must be an integer between -2^63 and 2^63 - 1, got " + quote_value(value));
       break;
     case Type::kNumber:
       if (!value.is_number() || !std::isfinite(value.get<double>()))

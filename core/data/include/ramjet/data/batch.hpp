@@ -32,6 +32,8 @@ class BatchAssembly {
   Example take(int64_t epoch, int64_t index, int64_t count);
 
  private:
+  void check_batch_fits(const Example& element) const;
+
   int64_t batch_;
   std::mutex mutex_;
   std::map<std::pair<int64_t, int64_t>, std::unique_ptr<Example>> pending_;

@@ -25,4 +25,9 @@ class AtomicFile {
 // The whole of `text`, atomically.
 void write_file_atomically(const std::filesystem::path& path, std::string_view text);
 
+// Made ready before hours of work end in writing `path`: creates its folder, removes the temporaries that killed
+// writers left for it (".<name>.tmp<digits>"), and tries a temporary of its own there. Returns why `path` cannot be
+// written (it is a folder, the folder cannot be created or written), naming the path, or an empty string.
+std::string prepare_destination(const std::filesystem::path& path);
+
 }  // namespace ramjet::core

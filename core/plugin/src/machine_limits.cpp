@@ -1,0 +1,18 @@
+#include "ramjet/plugin/machine_limits.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace ramjet::core {
+
+int64_t max_threads() {
+  const int64_t cpus = std::max<unsigned>(1, std::thread::hardware_concurrency());
+  return std::max<int64_t>(64, 4 * cpus);
+}
+
+std::string max_threads_explained() {
+  return std::to_string(max_threads()) + " (4 per CPU of this machine's " +
+         std::to_string(std::max<unsigned>(1, std::thread::hardware_concurrency())) + ", at least 64)";
+}
+
+}  // namespace ramjet::core
