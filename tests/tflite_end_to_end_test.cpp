@@ -1,6 +1,6 @@
 // The exported Fashion-MNIST model, checked by software nobody on this team wrote: LiteRT (the TensorFlow Lite
 // runtime) and Arm NN 20.08's TfLiteParser agree with ramjet's own int8 inference, and flatc decodes the file
-// against the schema. One model is trained (one epoch) and exported for the whole suite.
+// against the schema. One model is trained (a third of an epoch) and exported for the whole suite.
 #include "ramjet/plan/plan.hpp"
 #include "ramjet/train/checkpoint.hpp"
 #include "ramjet/deploy/model_export.hpp"
@@ -26,7 +26,7 @@ const char* kManifest = R"({
   "data": {
     "train": {"source": {"type": "idx", "images": "TRAIN_IMAGES", "labels": "TRAIN_LABELS", "num_classes": 10},
               "map": [{"type": "normalize", "scale": 0.00392156862745098}],
-              "cache": "memory", "shuffle": 60000, "batch": 128},
+              "take": 20000, "cache": "memory", "shuffle": 20000, "batch": 128},
     "eval": {"source": {"type": "idx", "images": "TEST_IMAGES", "labels": "TEST_LABELS", "num_classes": 10},
              "map": [{"type": "normalize", "scale": 0.00392156862745098}], "batch": 256}
   },
@@ -131,7 +131,7 @@ class TfliteEndToEnd : public ::testing::Test {
 TEST_F(TfliteEndToEnd, ExportReportsAccuraciesAndASmallFile) {
   ASSERT_TRUE(std::filesystem::exists(model()));
   EXPECT_EQ(report_["file_bytes"].get<int64_t>(), static_cast<int64_t>(std::filesystem::file_size(model())));
-  EXPECT_GT(report_["fp32_accuracy"].get<double>(), 0.85);
+  EXPECT_GT(report_["fp32_accuracy"].get<double>(), 0.80);  // a third of an epoch: the CNN has learned
   EXPECT_LE(report_["file_bytes"].get<double>(), 0.30 * report_["fp32_weight_bytes"].get<double>());
   std::ifstream f(model(), std::ios::binary);
   char head[8] = {};
