@@ -60,10 +60,10 @@ void check_shape_of_json(std::string_view text, uint64_t base, const JsonFailure
     }
     if (c == '"') in_string = true;
     else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) throw fail(base + i, "JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      if (++depth > kMaxJsonDepth) throw fail(base + i, "nests JSON deeper than " + std::to_string(kMaxJsonDepth) + " levels");
     } else if (c == ']' || c == '}') --depth;
     if ((c == ',' || c == '[' || c == '{') && ++values > kMaxJsonValues)
-      throw fail(base + i, "JSON with more than " + std::to_string(kMaxJsonValues) + " values");
+      throw fail(base + i, "holds more than " + std::to_string(kMaxJsonValues) + " JSON values");
   }
 }
 
@@ -73,6 +73,9 @@ class RegularFile {
   explicit RegularFile(const std::filesystem::path& path) : path_(path) {
     std::error_code ec;
     const auto status = std::filesystem::status(path, ec);
+    std::error_code link_ec;
+    if (std::filesystem::is_symlink(std::filesystem::symlink_status(path, link_ec)) && !std::filesystem::exists(status))
+      throw InvalidInput(path.string() + ": is a symbolic link to a file that does not exist");
     if (ec) throw InvalidInput(path.string() + ": cannot open: " + ec.message());
     if (!std::filesystem::is_regular_file(status)) throw InvalidInput(path.string() + ": " + kind_of(status.type()));
     // O_NONBLOCK: should the path turn into a FIFO after the check, opening it still returns at once.
@@ -147,12 +150,12 @@ nlohmann::json parse_bounded_json(std::string_view text, uint64_t base, const Js
   try {
     return nlohmann::json::parse(text.begin(), text.end(), watch);
   } catch (const DuplicateKey& d) {
-    throw fail(base, "the key '" + shortened(d.key) + "' appears twice in one JSON object");
+    throw fail(base, "has the key '" + shortened(d.key) + "' twice in one object");
   } catch (const nlohmann::json::parse_error& e) {
     const uint64_t at = e.byte > 0 ? static_cast<uint64_t>(e.byte) - 1 : 0;
-    throw fail(base + std::min<uint64_t>(at, text.size()), "not valid JSON (or not UTF-8) there");
+    throw fail(base + std::min<uint64_t>(at, text.size()), "is not JSON (or not UTF-8) there");
   } catch (const nlohmann::json::exception&) {
-    throw fail(base, "not valid JSON");
+    throw fail(base, "is not JSON");
   }
 }
 
@@ -196,17 +199,17 @@ TensorFile read_safetensors(const std::filesystem::path& path) {
   uint64_t length = 0;
   if (size < 8 || !file.read(0, &length, 8))
     throw corrupt(0, "the file has " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
-  if (length > kMaxSafetensorsHeaderBytes)
-    throw corrupt(0, "the header length " + std::to_string(length) + " is over the format's limit of " +
-                         std::to_string(kMaxSafetensorsHeaderBytes) + " bytes");
   if (length > size - 8)
     throw corrupt(0, "the header length " + std::to_string(length) + " runs past the end of the file (" +
                          std::to_string(size) + " bytes)");
+  if (length > kMaxSafetensorsHeaderBytes)
+    throw corrupt(0, "the header length " + std::to_string(length) + " is over the format's limit of " +
+                         std::to_string(kMaxSafetensorsHeaderBytes) + " bytes");
   if (length < 2) throw corrupt(8, "the header is " + std::to_string(length) + " bytes, too short for a JSON object");
   std::string text(length, '\0');
   if (!file.read(8, text.data(), length)) throw corrupt(8, "cannot read the header");
   const nlohmann::json header =
-      parse_bounded_json(text, 8, [&](uint64_t at, const std::string& what) { return corrupt(at, "header: " + what); });
+      parse_bounded_json(text, 8, [&](uint64_t at, const std::string& what) { return corrupt(at, "the header " + what); });
   if (!header.is_object()) throw corrupt(8, "the header must be a JSON object");
 
   const uint64_t data_start = 8 + length;
@@ -251,8 +254,8 @@ TensorFile read_safetensors(const std::filesystem::path& path) {
     t.begin = (*offsets)[0].get<uint64_t>();
     t.end = (*offsets)[1].get<uint64_t>();
     if (t.begin > t.end || t.end > data_size)
-      throw bad("data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + "] lie outside the " +
-                std::to_string(data_size) + " data bytes (which start at byte " + std::to_string(data_start) + ")");
+      throw bad("data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + "]: the tensor lies outside the data (" +
+                std::to_string(data_size) + " bytes from byte " + std::to_string(data_start) + ")");
     if (overflow || bytes != t.end - t.begin)
       throw corrupt(data_start + t.begin, "tensor '" + shown + "' holds " + std::to_string(t.end - t.begin) +
                                               " bytes, its dtype and shape need " +
