@@ -330,7 +330,6 @@ Checkpoint load_checkpoint(const std::filesystem::path& path) {
   c.pipeline = read_pipeline(reader);
   c.trainer = read_trainer(reader);
   sort_tensors(path, file.tensors, c);
-  log(RAMJET_LOG_INFO, "checkpoint", "loaded " + path.string() + " (step " + std::to_string(c.step) + ")");
   return c;
 }
 

@@ -129,6 +129,7 @@ class Trainer {
     const Example optimizer_slots = program_->get_state(RAMJET_STATE_OPTIMIZER);
     check_checkpoint_fits(c, *latest, program_->get_state(RAMJET_STATE_PARAMETERS), &optimizer_slots);
     check_progress(c, *latest);
+    log(RAMJET_LOG_INFO, "checkpoint", "resuming from " + latest->string() + " (step " + std::to_string(c.step) + ")");
     program_->set_state(RAMJET_STATE_PARAMETERS, c.parameters);
     if (!c.optimizer.entries.empty()) program_->set_state(RAMJET_STATE_OPTIMIZER, c.optimizer);
     train_->restore(c.pipeline);
