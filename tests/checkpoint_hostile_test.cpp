@@ -67,17 +67,18 @@ struct Golden {
 };
 
 const Golden& golden() {
-  static Golden* g = [] {
+  static Golden g;  // destroyed at exit, taking its directory with it
+  static const bool made = [] {
     setenv("RAMJET_PLUGIN_PATH", (stock_plugin_dir().string() + ":" + fixture_dir("linear_backend").string()).c_str(), 1);
-    auto* made = new Golden;
-    write_file(made->dir / "m.json", tiny_manifest().dump());
-    const HostileResult r = host({"run", (made->dir / "m.json").string(), "--quiet"});
+    write_file(g.dir / "m.json", tiny_manifest().dump());
+    const HostileResult r = host({"run", (g.dir / "m.json").string(), "--quiet"});
     if (r.exit_code != 0) ADD_FAILURE() << "the golden training run failed:\n" << r.output;
-    for (const auto& entry : fs::directory_iterator(made->dir / "ckpt"))
-      made->files[entry.path().filename().string()] = read_file(entry.path());
-    return made;
+    for (const auto& entry : fs::directory_iterator(g.dir / "ckpt"))
+      g.files[entry.path().filename().string()] = read_file(entry.path());
+    return true;
   }();
-  return *g;
+  (void)made;
+  return g;
 }
 
 // A safetensors file taken apart and put back together, so a case can damage one piece.
