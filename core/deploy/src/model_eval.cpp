@@ -37,6 +37,8 @@ nlohmann::json evaluate_checkpoint(const Plan& original, PluginRegistry& registr
   auto backend = make_training_backend(plan, registry, options.threads);
   const int64_t batch = eval_data.batch;
   auto program = backend->compile(plan.graph->ir, {{"batch", batch}});
+  // Every parameter the model has, from the checkpoint: none silently left at its initial value.
+  check_checkpoint_fits(checkpoint, file, program->get_state(RAMJET_STATE_PARAMETERS), nullptr);
   program->set_state(RAMJET_STATE_PARAMETERS, checkpoint.parameters);
 
   nlohmann::json report = {{"manifest", plan.origin.file.string()}, {"checkpoint", file.string()},

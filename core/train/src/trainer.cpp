@@ -67,6 +67,7 @@ class Trainer {
   nlohmann::json run() {
     create_components();
     compile();
+    if (cfg_.checkpoint && rank_ == 0) remove_stale_checkpoint_temporaries(cfg_.checkpoint->dir);
     if (options_.resume) resume();
     broadcast_parameters();
     loop();
@@ -123,7 +124,12 @@ class Trainer {
       log(RAMJET_LOG_WARNING, "checkpoint", "no checkpoint in " + cfg_.checkpoint->dir.string() + "; starting from scratch");
       return;
     }
+    // Everything is checked before anything is restored: a refused checkpoint leaves the run untouched.
     Checkpoint c = load_checkpoint(*latest);
+    const Example optimizer_slots = program_->get_state(RAMJET_STATE_OPTIMIZER);
+    check_checkpoint_fits(c, *latest, program_->get_state(RAMJET_STATE_PARAMETERS), &optimizer_slots);
+    check_progress(c, *latest);
+    log(RAMJET_LOG_INFO, "checkpoint", "resuming from " + latest->string() + " (step " + std::to_string(c.step) + ")");
     program_->set_state(RAMJET_STATE_PARAMETERS, c.parameters);
     if (!c.optimizer.entries.empty()) program_->set_state(RAMJET_STATE_OPTIMIZER, c.optimizer);
     train_->restore(c.pipeline);
@@ -134,6 +140,33 @@ class Trainer {
     if (early_ && c.trainer.contains("early_stopping")) early_->restore(c.trainer["early_stopping"]);
     if (policy_ && c.trainer.contains("loss_scaler")) policy_->restore_state(from_hex(c.trainer["loss_scaler"]));
     best_parameters_ = std::move(c.best_parameters);
+  }
+
+  // The checkpoint's place in this run: within its epochs, within an epoch's elements, within its steps (where
+  // known before reading). A place past the end would otherwise train nothing and report success.
+  void check_progress(const Checkpoint& c, const std::filesystem::path& file) const {
+    auto refuse = [&](const std::string& field, const std::string& what) {
+      return InvalidInput(file.string() + ": checkpoint metadata /__metadata__/" + field + ": " + what);
+    };
+    const PipelineState& at = c.pipeline;
+    if (at.epoch > cfg_.epochs)
+      throw refuse("pipeline/epoch", std::to_string(at.epoch) + " is past this run's " + std::to_string(cfg_.epochs) +
+                                         " epochs (train.epochs)");
+    if (at.epoch == cfg_.epochs && at.position != 0)
+      throw refuse("pipeline/position", std::to_string(at.position) + " in epoch " + std::to_string(at.epoch) +
+                                            ", which is past this run's last epoch");
+    const int64_t per_epoch = train_->elements_per_epoch();
+    if (per_epoch >= 0 && at.position > per_epoch)
+      throw refuse("pipeline/position", std::to_string(at.position) + " is past the end of the epoch (" +
+                                            std::to_string(per_epoch) + " elements)");
+    if (steps_per_epoch_ >= 0) {
+      const int64_t most = (steps_per_epoch_ * cfg_.epochs + cfg_.accumulate - 1) / cfg_.accumulate;
+      if (c.step > most)
+        throw refuse("step", std::to_string(c.step) + " is past this run's " + std::to_string(most) + " optimizer steps");
+    }
+    if (at.epoch == cfg_.epochs)
+      log(RAMJET_LOG_WARNING, "checkpoint", file.string() + " is from the end of the run: all " +
+                                                std::to_string(cfg_.epochs) + " epochs are done, nothing is left to train");
   }
 
   // Every replica starts from rank 0's weights (after a resume too: they all read the same checkpoint, but the
@@ -214,7 +247,8 @@ class Trainer {
     else program_->optimizer_update(upd);
     ++step_;
     micro_ = 0;
-    if (cfg_.checkpoint && cfg_.checkpoint->every_steps > 0 && step_ % cfg_.checkpoint->every_steps == 0) checkpoint();
+    if (cfg_.checkpoint && cfg_.checkpoint->every_steps > 0 && step_ % cfg_.checkpoint->every_steps == 0)
+      checkpoint(train_->state());
   }
 
   double gradient_norm() {
@@ -261,7 +295,9 @@ class Trainer {
     history_.push_back(h);
     progress_->epoch(h, epoch_steps_, seconds_since(epoch_start_));
     apply_callbacks(lr_now);
-    checkpoint();
+    // An epoch ends when the next epoch's first batch has arrived but is not trained yet: the checkpoint resumes
+    // before it, at the start of that epoch (the pipeline's own state already counts the batch).
+    checkpoint({train_->state().epoch, 0});
     epoch_metrics_ = Metrics{};
     epoch_compute_s_ = 0;
     epoch_steps_ = 0;
@@ -284,11 +320,11 @@ class Trainer {
   }
 
   // Rank 0 writes everything a resumed run needs to end exactly as this one would, best weights included.
-  void checkpoint() {
+  void checkpoint(const PipelineState& resume_at) {
     if (!cfg_.checkpoint || rank_ != 0) return;
     Checkpoint c;
     c.step = step_;
-    c.pipeline = train_->state();
+    c.pipeline = resume_at;
     c.trainer = {{"lr_scale", lr_scale_}, {"history", history_}};
     if (plateau_) c.trainer["plateau"] = plateau_->state();
     if (early_) c.trainer["early_stopping"] = early_->state();
