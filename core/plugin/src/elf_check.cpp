@@ -59,6 +59,7 @@ std::string segment_name(uint32_t type) {
     case PT_GNU_EH_FRAME: return "PT_GNU_EH_FRAME";
     case PT_GNU_STACK: return "PT_GNU_STACK";
     case PT_GNU_RELRO: return "PT_GNU_RELRO";
+    case PT_GNU_PROPERTY: return "PT_GNU_PROPERTY";
     default: return "type " + std::to_string(type);
   }
 }
@@ -157,6 +158,13 @@ std::string program_header_at(const Ehdr& h, size_t i, uint32_t type) {
          std::to_string(h.e_phoff + i * sizeof(Phdr)) + "): ";
 }
 
+// Segments that the loader, the unwinder or the TLS setup read from the loaded image rather than the file: outside
+// every PT_LOAD they would be wild reads inside dlopen or at the first exception.
+bool read_from_loaded_memory(uint32_t type) {
+  return type == PT_DYNAMIC || type == PT_GNU_RELRO || type == PT_NOTE || type == PT_GNU_EH_FRAME ||
+         type == PT_TLS || type == PT_GNU_PROPERTY;
+}
+
 // The index of the PT_LOAD whose memory holds [address, address + bytes), or -1.
 long loaded_at(const std::vector<Phdr>& segments, uint64_t address, uint64_t bytes) {
   uint64_t end = 0;
@@ -171,7 +179,7 @@ long loaded_at(const std::vector<Phdr>& segments, uint64_t address, uint64_t byt
 
 // The program header table and every segment's file bytes inside the file (dlopen maps them: bytes promised past
 // the end are a SIGBUS on first touch), PT_LOADs in ascending, disjoint memory as the loader assumes, and the
-// segments the loader reads from memory (PT_DYNAMIC, PT_GNU_RELRO) inside a PT_LOAD. Fills `segments`.
+// segments read from memory (PT_DYNAMIC, PT_NOTE, ...) inside a PT_LOAD. Fills `segments`.
 std::string check_program_headers(const LibraryFile& file, const Ehdr& h, std::vector<Phdr>& segments) {
   const uint64_t size = file.size();
   if (h.e_phentsize != sizeof(Phdr))
@@ -216,11 +224,14 @@ std::string check_program_headers(const LibraryFile& file, const Ehdr& h, std::v
   size_t dynamics = 0;
   for (size_t i = 0; i < segments.size(); ++i) {
     const Phdr& p = segments[i];
-    if (p.p_type != PT_DYNAMIC && p.p_type != PT_GNU_RELRO) continue;
+    if (!read_from_loaded_memory(p.p_type)) continue;
     dynamics += p.p_type == PT_DYNAMIC;
-    if (p.p_memsz == 0 || loaded_at(segments, p.p_vaddr, p.p_memsz) < 0)
+    // A TLS segment's .tbss part takes no address space in the image: only its initial bytes must be loaded.
+    const uint64_t bytes = p.p_type == PT_TLS ? p.p_filesz : p.p_memsz;
+    const bool empty_dynamic = p.p_type == PT_DYNAMIC && p.p_memsz == 0;
+    if (empty_dynamic || (bytes > 0 && loaded_at(segments, p.p_vaddr, bytes) < 0))
       return program_header_at(h, i, p.p_type) + "p_vaddr " + std::to_string(p.p_vaddr) + ", p_memsz " +
-             std::to_string(p.p_memsz) + (p.p_memsz == 0 ? " is empty" : " lies outside every PT_LOAD segment");
+             std::to_string(p.p_memsz) + (empty_dynamic ? " is empty" : " lies outside every PT_LOAD segment");
   }
   if (dynamics != 1)
     return std::to_string(dynamics) + " of the " + std::to_string(h.e_phnum) +
