@@ -96,6 +96,20 @@ std::vector<std::string> missing_required_slots(ramjet_component_kind kind, cons
 
 std::string range(uint32_t lo, uint32_t hi) { return std::to_string(lo) + ".." + std::to_string(hi); }
 
+// The loader's own words from a Boost.DLL load error, without Boost's wrapping ("boost::dll::shared_library::load()
+// failed (dlerror system message: ...): <errno text> [system:N]"), and short: a library can make dlerror long.
+std::string dlopen_reason(const std::exception& e) {
+  constexpr std::string_view kOpen = "(dlerror system message: ";
+  constexpr size_t kLimit = 400;
+  std::string text = e.what();
+  if (auto at = text.find(kOpen); at != std::string::npos) {
+    const auto close = text.rfind(')');
+    text = text.substr(at + kOpen.size(), close > at + kOpen.size() ? close - at - kOpen.size() : std::string::npos);
+  }
+  if (text.size() > kLimit) text = text.substr(0, kLimit) + "...";
+  return text;
+}
+
 }  // namespace
 
 std::string validate_vtable(ramjet_component_kind kind, const void* vtable) {
@@ -139,8 +153,9 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const PluginManifest& manifes
     throw RuntimeFailure("cannot load " + where + ": " + why);
   };
 
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(manifest.library, ec)) return fail("library file not found");
+  // Both before dlopen: the loader maps segments straight from the file, and a file cut short (or a FIFO named
+  // like the library) would end this process with a signal or a hang instead of an error.
+  if (std::string why = library_file_problem(manifest.library); !why.empty()) return fail(why);
   if (std::string why = check_elf_compatible(manifest.library); !why.empty()) return fail(why);
   if (manifest.abi_max < kHostAbiMin || manifest.abi_min > kHostAbiMax)
     return fail("ABI range " + range(manifest.abi_min, manifest.abi_max) + " does not overlap the host's " +
@@ -152,7 +167,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const PluginManifest& manifes
     library.load(manifest.library.string(),
                  boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& e) {
-    return fail(std::string("dlopen failed: ") + e.what());
+    return fail("dlopen failed: " + dlopen_reason(e));
   }
   if (!library.has(RAMJET_ENTRY_SYMBOL))
     return fail(std::string("the library does not export the entry symbol '") + RAMJET_ENTRY_SYMBOL + "'");

@@ -31,6 +31,11 @@ nlohmann::json list_plugins(PluginRegistry& registry, bool load) {
       } catch (const std::exception& e) {
         p["load"] = {{"ok", false}, {"error", e.what()}};
       }
+    } else if (load && !entry.library_problem.empty()) {
+      // Asked to load everything: a manifest whose library cannot be one is a broken install, not a filter.
+      p["load"] = {{"ok", false},
+                   {"error", "cannot load plugin '" + entry.name() + "' (manifest " + entry.manifest_path.string() +
+                                 "): " + entry.library_problem}};
     }
     out["plugins"].push_back(p);
   }

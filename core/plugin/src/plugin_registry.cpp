@@ -1,5 +1,6 @@
 #include "ramjet/plugin/plugin_registry.hpp"
 
+#include "ramjet/plugin/elf_check.hpp"
 #include "ramjet/plugin/failure.hpp"
 #include "ramjet/plugin/log.hpp"
 
@@ -105,7 +106,6 @@ void PluginRegistry::discover() {
         entry.manifest = std::move(parse.manifest);
         const std::string name = entry.manifest->name;
         const auto& m = *entry.manifest;
-        std::error_code lib_ec;
         if (!options_.select.empty() && !contains(options_.select, name)) {
           entry.status = "skipped: not in RAMJET_PLUGINS_SELECT";
         } else if (contains(options_.disable, name)) {
@@ -117,8 +117,10 @@ void PluginRegistry::discover() {
         } else if (m.abi_max < 1 || m.abi_min > RAMJET_ABI_VERSION) {
           entry.status = "skipped: ABI range " + std::to_string(m.abi_min) + ".." + std::to_string(m.abi_max) +
                          " does not overlap the host's 1.." + std::to_string(RAMJET_ABI_VERSION);
-        } else if (!fs::is_regular_file(m.library, lib_ec)) {
-          entry.status = "skipped: library file not found: " + m.library.string();
+        } else if (std::string why = library_file_problem(m.library); !why.empty()) {
+          entry.library_problem = why + ": " + m.library.string();
+          entry.status = "skipped: " + entry.library_problem;
+          log(RAMJET_LOG_WARNING, "loader", "plugin '" + name + "' (" + file.string() + ") " + entry.status);
         } else {
           entry.usable = true;
           entry.status = "ok";
@@ -173,21 +175,40 @@ std::shared_ptr<PluginLibrary> PluginRegistry::load(const PluginEntry& entry) {
   return library;
 }
 
+std::string PluginRegistry::skipped_declarations(ramjet_component_kind kind, std::string_view name) const {
+  // A few are enough to act on; `ramjet plugins` lists them all.
+  constexpr size_t kShown = 3;
+  constexpr size_t kReasonLimit = 300;
+  std::vector<std::string> notes;
+  for (const auto& p : plugins_) {
+    if (p.usable) continue;
+    std::string why = p.status;
+    for (const std::string& prefix : {std::string("skipped: "), "invalid manifest " + p.manifest_path.string() + ": "})
+      if (why.rfind(prefix, 0) == 0) why.erase(0, prefix.size());
+    if (!p.manifest) {  // unreadable: it may be the very manifest that would have provided it
+      notes.push_back(p.manifest_path.string() + " may declare it but is not a valid plugin manifest: " +
+                      why.substr(0, kReasonLimit) + (why.size() > kReasonLimit ? "..." : ""));
+      continue;
+    }
+    auto declared = p.manifest->provides.find(kind);
+    if (declared == p.manifest->provides.end()) continue;
+    if (std::find(declared->second.begin(), declared->second.end(), name) == declared->second.end()) continue;
+    notes.push_back("plugin '" + p.name() + "' (" + p.manifest_path.string() + ") declares it but was skipped: " +
+                    why.substr(0, kReasonLimit) + (why.size() > kReasonLimit ? "..." : ""));
+  }
+  std::string out;
+  for (size_t i = 0; i < std::min(notes.size(), kShown); ++i) out += "; " + notes[i];
+  if (notes.size() > kShown) out += "; and " + std::to_string(notes.size() - kShown) + " more (see `ramjet plugins`)";
+  return out;
+}
+
 ComponentRef PluginRegistry::component(ramjet_component_kind kind, std::string_view name) {
   const PluginEntry* entry = provider(kind, name);
   if (entry == nullptr) {
     std::string list;
     for (const auto& n : available(kind)) list += (list.empty() ? "" : ", ") + n;
-    // A plugin that offers it but was skipped explains more than "not found".
-    std::string skipped;
-    for (const auto& p : plugins_) {
-      if (p.usable || !p.manifest || !p.manifest->provides.count(kind)) continue;
-      const auto& names = p.manifest->provides.at(kind);
-      if (std::find(names.begin(), names.end(), name) != names.end())
-        skipped += "; plugin '" + p.name() + "' (" + p.manifest_path.string() + ") offers it but was " + p.status;
-    }
     throw InvalidInput("no plugin provides " + std::string(kind_name(kind)) + " '" + std::string(name) +
-                       "' (available: " + (list.empty() ? "none" : list) + ")" + skipped +
+                       "' (available: " + (list.empty() ? "none" : list) + ")" + skipped_declarations(kind, name) +
                        "; see `ramjet plugins`");
   }
   ComponentRef ref;

@@ -31,6 +31,9 @@ struct PluginEntry {
   std::optional<PluginManifest> manifest;  // absent when the manifest is invalid
   bool usable = false;
   std::string status;               // "ok" or "skipped: <reason>"
+  // Set when skipped because the library file cannot be one (missing, a directory, a FIFO): `ramjet plugins
+  // --load` reports it as a load failure, since the install is broken rather than filtered.
+  std::string library_problem;
   std::vector<std::string> notes;   // e.g. components shadowed by an earlier plugin
 
   std::string name() const { return manifest ? manifest->name : manifest_path.stem().string(); }
@@ -60,6 +63,10 @@ class PluginRegistry {
   const PluginEntry* provider(ramjet_component_kind kind, std::string_view name) const;
   // Every selectable component name of a kind, sorted.
   std::vector<std::string> available(ramjet_component_kind kind) const;
+  // Why (kind, name) has no provider although a manifest may have offered it: for each skipped manifest that
+  // declares it, and each manifest that could not be read, "; plugin 'p' (/dir/p.json) declares it but was
+  // skipped: <why>". Empty when there is none. Meant to be appended to a "no plugin provides" message.
+  std::string skipped_declarations(ramjet_component_kind kind, std::string_view name) const;
 
   // Opens (or reuses) the entry's library. Throws RuntimeFailure with the reason.
   std::shared_ptr<PluginLibrary> load(const PluginEntry& entry);
