@@ -82,7 +82,7 @@ TEST_F(IdxSourceTest, RawAndGzippedFilesGiveTheSameElements) {
 }
 
 TEST_F(IdxSourceTest, BigEndianValuesAreConverted) {
-  write_file(dir / "ints.idx", idx(0x0C, {2}, std::string("\x00\x00\x01\x02\xff\xff\xff\xfe", 8)));
+  write_file(dir / "ints.idx", idx(0x0C, {2, 1}, std::string("\x00\x00\x01\x02\xff\xff\xff\xfe", 8)));
   auto s = open({{"images", "ints.idx"}});
   Example e0, e1;
   s.get(0, e0);

@@ -37,11 +37,11 @@ ramjet::Field channels_field() {
 }
 
 void check_image_size(uint64_t height, uint64_t width, uint64_t channels, const std::string& what) {
-  constexpr uint64_t kMaxBytes = uint64_t{1} << 31;
-  if (height == 0 || width == 0 || height * width > kMaxBytes / (channels ? channels : 1))
-    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + ": image header declares " + std::to_string(height) + "x" +
+  // height and width are at most 2^32 each, so their product cannot overflow 64 bits.
+  if (height == 0 || width == 0 || channels == 0 || height * width > kMaxImageBytes / channels)
+    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + ": the image header declares " + std::to_string(height) + "x" +
                                                      std::to_string(width) + "x" + std::to_string(channels) +
-                                                     ", outside the supported 1 byte .. 2 GiB");
+                                                     " pixels, outside the supported 1 byte .. 256 MiB");
 }
 
 }  // namespace stock_images

@@ -32,7 +32,11 @@ ramjet::Tensor decode_jpeg(const uint8_t* data, size_t size, int channels, const
 // The "channels" field (0 = as stored, 1 = gray, 3 = RGB; default 0) both components declare.
 ramjet::Field channels_field();
 
-// Refuses images whose pixel buffer would exceed the limit (a forged header must not allocate terabytes).
+// The largest decoded image accepted: 256 MiB of pixels (e.g. 9000 x 9000 RGB), far above what a training
+// pipeline feeds a model, far below what a forged header could make us allocate.
+inline constexpr uint64_t kMaxImageBytes = uint64_t{1} << 28;
+
+// Refuses images whose pixel buffer would exceed kMaxImageBytes, before anything is allocated for them.
 void check_image_size(uint64_t height, uint64_t width, uint64_t channels, const std::string& what);
 
 }  // namespace stock_images

@@ -56,10 +56,17 @@ bool read_header(JpegJob* job, const uint8_t* data, size_t size, int channels, J
     cinfo->out_color_space = JCS_GRAYSCALE;
   else
     cinfo->out_color_space = JCS_RGB;
-  jpeg_start_decompress(cinfo);
-  *height = cinfo->output_height;
-  *width = cinfo->output_width;
-  *out_channels = cinfo->output_components;
+  // The declared size, judged by the caller before jpeg_start_decompress allocates for it (a progressive JPEG's
+  // coefficient buffers are as large as the image).
+  *height = cinfo->image_height;
+  *width = cinfo->image_width;
+  *out_channels = cinfo->out_color_space == JCS_GRAYSCALE ? 1 : 3;
+  return true;
+}
+
+bool start_decompress(JpegJob* job) {
+  if (setjmp(job->errors.jump)) return false;
+  jpeg_start_decompress(&job->cinfo);
   return true;
 }
 
@@ -111,6 +118,12 @@ ramjet::Tensor decode_jpeg(const uint8_t* data, size_t size, int channels, const
   int out_channels = 0;
   if (!read_header(&job, data, size, channels, &height, &width, &out_channels)) fail(job, data, size, what);
   check_image_size(height, width, static_cast<uint64_t>(out_channels), what);
+  // libjpeg's own working memory (progressive coefficients, colour conversion) stays near the image's size too.
+  job.cinfo.mem->max_memory_to_use = static_cast<long>(2 * kMaxImageBytes);
+  if (!start_decompress(&job)) fail(job, data, size, what);
+  if (job.cinfo.output_height != height || job.cinfo.output_width != width ||
+      job.cinfo.output_components != out_channels)
+    throw ramjet::Error(RAMJET_ERR_INTERNAL, what + ": the JPEG decoder changed the image size while starting");
   ramjet::Tensor image = ramjet::Tensor::zeros(ramjet::dtype_of<uint8_t>(), {int64_t{height}, int64_t{width}, int64_t{out_channels}});
   if (!read_pixels(&job, image.data<uint8_t>(), size_t{width} * size_t(out_channels))) fail(job, data, size, what);
   return image;

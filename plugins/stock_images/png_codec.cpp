@@ -4,6 +4,7 @@
 
 #include <png.h>
 
+#include <cctype>
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
@@ -44,12 +45,14 @@ void on_read(png_structp png, png_bytep out, size_t count) {
 }
 
 // The two steps that can fail inside libpng. No object with a destructor lives in these frames.
-bool read_header(PngJob* job, int channels, png_uint_32* height, png_uint_32* width, int* out_channels) {
+bool read_header(PngJob* job, int channels, png_uint_32* height, png_uint_32* width, int* out_channels,
+                 size_t* stored_row_bytes) {
   if (setjmp(job->jump)) return false;
   png_structp png = job->png;
   png_infop info = job->info;
   png_set_read_fn(png, job, on_read);
   png_read_info(png, info);
+  *stored_row_bytes = png_get_rowbytes(png, info);  // as the file stores rows, before any conversion
   const int color_type = png_get_color_type(png, info);
   const bool has_alpha = (color_type & PNG_COLOR_MASK_ALPHA) != 0 || png_get_valid(png, info, PNG_INFO_tRNS) != 0;
   const bool is_color = (color_type & PNG_COLOR_MASK_COLOR) != 0;
@@ -87,6 +90,26 @@ bool read_pixels(PngJob* job, png_bytep* rows) {
                                                    job.message);
 }
 
+// libpng allocates a chunk's declared length before reading it, and Debian's libpng 1.6.39 does so for text
+// chunks whatever png_set_chunk_malloc_max says (a 43-byte PNG whose iTXt chunk claimed 1.9 GB allocated 1.9 GB).
+// So every chunk's length is checked against the data first: libpng then never allocates more than the file holds.
+void check_chunk_lengths(const uint8_t* data, size_t size, const std::string& what) {
+  uint64_t at = 8;  // after the signature
+  while (at + 8 <= size) {
+    const uint32_t length = (uint32_t(data[at]) << 24) | (uint32_t(data[at + 1]) << 16) |
+                            (uint32_t(data[at + 2]) << 8) | uint32_t(data[at + 3]);
+    std::string type(reinterpret_cast<const char*>(data + at + 4), 4);
+    for (char& c : type)
+      if (!std::isalpha(static_cast<unsigned char>(c))) c = '?';
+    if (uint64_t{length} + 12 > size - at)
+      throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + ": truncated PNG: chunk '" + type + "' at byte " +
+                                                       std::to_string(at) + " declares " + std::to_string(length) +
+                                                       " data bytes but the data ends at byte " + std::to_string(size));
+    if (type == "IEND") return;
+    at += uint64_t{length} + 12;
+  }
+}
+
 struct PngJobOwner {
   PngJob& job;
   ~PngJobOwner() { png_destroy_read_struct(&job.png, job.info ? &job.info : nullptr, nullptr); }
@@ -95,6 +118,7 @@ struct PngJobOwner {
 }  // namespace
 
 ramjet::Tensor decode_png(const uint8_t* data, size_t size, int channels, const std::string& what) {
+  if (size > 8) check_chunk_lengths(data, size, what);
   PngJob job{};
   job.data = data;
   job.size = size;
@@ -103,11 +127,26 @@ ramjet::Tensor decode_png(const uint8_t* data, size_t size, int channels, const 
   PngJobOwner owner{job};
   job.info = png_create_info_struct(job.png);
   if (job.info == nullptr) throw ramjet::Error(RAMJET_ERR_OUT_OF_MEMORY, what + ": cannot create a PNG reader");
+  // Besides check_chunk_lengths: no chunk we read needs more than a few MiB (where libpng honours the cap).
+  png_set_chunk_malloc_max(job.png, size_t{8} << 20);
+  png_set_chunk_cache_max(job.png, 256);
 
   png_uint_32 height = 0, width = 0;
   int out_channels = 0;
-  if (!read_header(&job, channels, &height, &width, &out_channels)) fail(job, what);
+  size_t stored_row_bytes = 0;
+  if (!read_header(&job, channels, &height, &width, &out_channels, &stored_row_bytes)) fail(job, what);
   check_image_size(height, width, static_cast<uint64_t>(out_channels), what);
+  // Deflate expands at most 1032:1, so the file's size bounds the pixel data it can hold. A header declaring far
+  // more is forged or the data is cut short: refused before the pixels are allocated, not after inflating.
+  const uint64_t stored_bytes = uint64_t{height} * (uint64_t{stored_row_bytes} + 1);  // + a filter byte per row
+  const uint64_t can_hold = uint64_t{size} * 1032 + 4096;
+  if (stored_bytes > can_hold)
+    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA,
+                        what + ": the PNG header (IHDR, byte 16) declares " + std::to_string(width) + "x" +
+                            std::to_string(height) + " pixels, " + std::to_string(stored_bytes) +
+                            " bytes of image data, but " + std::to_string(size) +
+                            " bytes of PNG can hold at most " + std::to_string(can_hold) +
+                            ": the header is forged or the data is truncated");
   ramjet::Tensor image = ramjet::Tensor::zeros(ramjet::dtype_of<uint8_t>(), {int64_t{height}, int64_t{width}, int64_t{out_channels}});
   uint8_t* pixels = image.data<uint8_t>();
   std::vector<png_bytep> rows(height);

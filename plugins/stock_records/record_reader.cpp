@@ -80,6 +80,11 @@ bool RecordReader::read(std::string& data) {
     corrupt("length CRC mismatch (stored " + hex32(stored_length_crc) + ", computed " + hex32(length_crc) +
             "): the header is damaged");
   }
+  if (length > kMaxRecordBytes) {
+    seek(offset_);
+    corrupt("the length field (bytes 0-7) declares " + std::to_string(length) + " data bytes, more than the " +
+            std::to_string(kMaxRecordBytes >> 20) + " MiB a record may hold");
+  }
   if (left - 12 < 4 || length > left - 16) {
     seek(offset_);
     corrupt("truncated: the record declares " + std::to_string(length) + " data bytes but the file ends at byte " +

@@ -11,6 +11,10 @@
 
 namespace stock_records {
 
+// The largest record accepted: far above an encoded image or a raw tensor, and it bounds what one record costs
+// in memory (protobuf's parse of it included) whatever the length field says.
+inline constexpr uint64_t kMaxRecordBytes = uint64_t{256} << 20;
+
 class RecordReader {
  public:
   // Opens `path` and positions it at `offset` (a record boundary). Throws ramjet::Error (IO, or INVALID_ARGUMENT

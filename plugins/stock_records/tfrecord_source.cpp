@@ -1,6 +1,7 @@
 #include "tfrecord_source.hpp"
 
 #include "example.pb.h"
+#include "example_scan.hpp"
 
 #include <glob.h>
 
@@ -211,6 +212,14 @@ bool TFRecordSource::next(ramjet::Example& out) {
 
 void TFRecordSource::emit(uint64_t record_offset, ramjet::Example& out) {
   const std::string where = files_[file_index_].string() + ": TFRecord at byte " + std::to_string(record_offset);
+  const ExampleCounts counts = count_example_parts(record_);
+  if (counts.features > kMaxFeatures)
+    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, where + ": the tf.train.Example holds more than " +
+                                                     std::to_string(kMaxFeatures) + " features (field 'features')");
+  if (counts.bytes_values > kMaxBytesValues)
+    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, where + ": the tf.train.Example holds more than " +
+                                                     std::to_string(kMaxBytesValues) +
+                                                     " bytes_list values in all its features");
   if (!example_->ParseFromString(record_))
     throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, where + ": the " + std::to_string(record_.size()) +
                                                      " data bytes are not a valid tf.train.Example");
@@ -248,14 +257,16 @@ void TFRecordSource::emit(uint64_t record_offset, ramjet::Example& out) {
       count = feature.float_list().value_size();
     }
     // Shape: the declared one (with -1 inferred), else 1-D.
+    // Checked products: the declared dimensions come from the manifest and may be anything up to INT64_MAX.
     std::vector<int64_t> shape = f.shape ? *f.shape : std::vector<int64_t>{-1};
     int64_t known = 1;
-    for (int64_t d : shape) known *= d < 0 ? 1 : d;
+    bool overflow = false;
+    for (int64_t d : shape) overflow |= __builtin_mul_overflow(known, d < 0 ? 1 : d, &known);
     for (int64_t& d : shape)
-      if (d < 0) d = known > 0 && count % known == 0 ? count / known : -1;
+      if (d < 0) d = !overflow && known > 0 && count % known == 0 ? count / known : -1;
     int64_t total = 1;
-    for (int64_t d : shape) total *= d;
-    if (total != count || std::find(shape.begin(), shape.end(), -1) != shape.end())
+    for (int64_t d : shape) overflow |= __builtin_mul_overflow(total, d, &total);
+    if (overflow || total != count || std::find(shape.begin(), shape.end(), -1) != shape.end())
       throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, what + " holds " + std::to_string(count) +
                                                        " values, which do not fit its shape " + shape_text(*f.shape));
 

@@ -31,6 +31,12 @@ ramjet::Fields IdxSource::fields() {
 // create() has checked the configuration against fields(); here it is read, and the files opened.
 IdxSource::IdxSource(const ramjet::Config& config) : images_(read_idx(config.path("images"))) {
   const nlohmann::json c = fields().with_defaults(config.json());
+  // A 1-D file is a list of scalars (a labels file): used as images it would train on labels, so it is refused.
+  if (images_.dims.size() < 2)
+    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA,
+                        config.where("images") + ": " + images_.path.string() + " has 1 dimension (" +
+                            std::to_string(images_.dims[0]) + " scalars, like a labels file); an images file " +
+                            "has at least 2: the item count, then each item's shape");
   image_key_ = c.at("image_key").get<std::string>();
   label_key_ = c.at("label_key").get<std::string>();
   image_shape_.assign(images_.dims.begin() + 1, images_.dims.end());
@@ -41,9 +47,13 @@ IdxSource::IdxSource(const ramjet::Config& config) : images_(read_idx(config.pat
   const IdxFile& labels = *labels_;
   const std::string name = labels.path.string();
   if (labels.dims.size() != 1 || labels.dtype.code == kDLFloat)
-    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, name + ": labels must be a 1-D integer IDX file");
+    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, config.where("labels") + ": " + name + " has " +
+                                                     std::to_string(labels.dims.size()) + " dimensions of " +
+                                                     ramjet::dtype_name(labels.dtype) +
+                                                     "; labels must be a 1-D integer IDX file");
   if (labels.dims[0] != images_.dims[0])
-    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, name + ": holds " + std::to_string(labels.dims[0]) + " labels but " +
+    throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, config.where("labels") + ": " + name + " holds " +
+                                                     std::to_string(labels.dims[0]) + " labels but " +
                                                      images_.path.string() + " holds " +
                                                      std::to_string(images_.dims[0]) + " images");
   num_classes_ = c.value("num_classes", int64_t{-1});

@@ -27,6 +27,15 @@ std::string ModelWriter::build() {
 }
 
 void ModelWriter::add_node(const json& node) {
+  try {
+    add_known_node(node);
+  } catch (const json::exception& e) {
+    // A field missing or of the wrong type: say which node, in words rather than the JSON library's codes.
+    fail(describe(node) + ": malformed node: " + json_problem(e));
+  }
+}
+
+void ModelWriter::add_known_node(const json& node) {
   const std::string op = node.at("op");
   if (op == "conv2d") conv2d(node);
   else if (op == "dense") dense(node);

@@ -37,7 +37,12 @@ class ModelWriter {
   TensorQuant quant_of(const std::string& name) const;
   // The tensor of the node's i-th input, which an earlier node or the interface must have produced.
   int32_t value(const json& node, size_t i) const;
-  const Shape& shape_of(const std::string& name) const { return shapes_.at(name); }
+  // The shape of a value an earlier node or the interface produced; a qgraph naming any other is refused.
+  const Shape& shape_of(const std::string& name) const {
+    const auto it = shapes_.find(name);
+    if (it == shapes_.end()) fail("value '" + name + "' is read before any input or earlier node produces it");
+    return it->second;
+  }
   // An activation tensor: batch 1 in the shape, -1 in the signature (LiteRT resizes).
   int32_t add_activation(const std::string& name, const Shape& per_example, tfl::TensorType type, const TensorQuant* q,
                          int64_t zp_shift = 0);
@@ -61,6 +66,7 @@ class ModelWriter {
 
   // ---- operators, one family per file ----
   void add_node(const json& node);  // model_writer.cpp
+  void add_known_node(const json& node);
   void conv2d(const json& node);
   void dense(const json& node);
   TensorQuant kernel_quant(const json& node, const std::string& kernel_name) const;

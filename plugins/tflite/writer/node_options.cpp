@@ -5,6 +5,16 @@
 
 namespace tflite_plugin::writer {
 
+std::string json_problem(const json::exception& e) {
+  std::string text = e.what();
+  if (text.rfind("[json.exception.", 0) == 0) {
+    const size_t close = text.find("] ");
+    if (close != std::string::npos) text.erase(0, close + 2);
+  }
+  if (text.size() > 200) text = text.substr(0, 200) + "...";
+  return text;
+}
+
 void fail(const std::string& message) {
   throw ramjet::Error(RAMJET_ERR_UNSUPPORTED, "tflite exporter: " + message);
 }

@@ -16,6 +16,9 @@ namespace tfl = ::tflite;
 // Every writer error is a model TFLite cannot hold, so all of them are RAMJET_ERR_UNSUPPORTED.
 [[noreturn]] void fail(const std::string& message);
 
+// A JSON library exception as a short sentence: its text without the "[json.exception.type_error.302] " code.
+std::string json_problem(const json::exception& e);
+
 // A two-value attribute ([h, w]); `fallback` for both when absent.
 std::pair<int64_t, int64_t> pair_attr(const json& node, const char* key, int64_t fallback);
 
