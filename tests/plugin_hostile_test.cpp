@@ -8,6 +8,7 @@
 
 #include "ramjet/plugin/elf_check.hpp"
 #include "ramjet/plugin/failure.hpp"
+#include "ramjet/plugin/plugin_listing.hpp"
 #include "ramjet/plugin/plugin_registry.hpp"
 
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <sstream>
 
 using namespace ramjet::core;
 using namespace ramjet::test;
@@ -558,4 +560,36 @@ TEST(SkippedManifestNote, IsEmptyWhenNoSkippedManifestDeclaresTheComponent) {
   EXPECT_EQ(registry.skipped_declarations(RAMJET_KIND_TRANSFORM, "c_scale"), "");
   EXPECT_EQ(registry.skipped_declarations(RAMJET_KIND_DATA_SOURCE, "c_own"), "") << "the kind must match too";
   EXPECT_NE(registry.skipped_declarations(RAMJET_KIND_TRANSFORM, "c_own"), "");
+}
+
+// A manifest whose plugin name and library path are 100000 characters long (the path too long for the file system):
+// every message about it, the listing included, stays short and still names the manifest.
+TEST(HugeManifestText, NameAndLibraryPathAreCutInEveryMessage) {
+  TempDir dir;
+  const fs::path manifest = dir / "hostile.json";
+  write_file(manifest, plugin_manifest(std::string(100000, 'n'), "/" + std::string(100000, 'a'),
+                                       {{"transform", {"c_scale"}}})
+                           .dump());
+  PluginRegistry registry(DiscoveryOptions{{dir.path()}, {}, {}});
+  ASSERT_EQ(registry.plugins().size(), 1u);
+  EXPECT_FALSE(registry.plugins()[0].usable);
+  EXPECT_LT(registry.plugins()[0].status.size(), 2048u) << registry.plugins()[0].status.substr(0, 4096);
+  std::ostringstream listing;
+  print_plugin_listing(list_plugins(registry, true), listing);
+  EXPECT_LT(listing.str().size(), 16384u) << listing.str().substr(0, 4096);
+  EXPECT_NE(listing.str().find(manifest.string()), std::string::npos) << listing.str().substr(0, 4096);
+  try {
+    registry.component(RAMJET_KIND_TRANSFORM, std::string(100000, 't'));
+    FAIL() << "nothing provides it";
+  } catch (const InvalidInput& e) {
+    EXPECT_LT(std::string(e.what()).size(), 4096u) << std::string(e.what()).substr(0, 4096);
+  }
+  try {
+    registry.component(RAMJET_KIND_TRANSFORM, "c_scale");
+    FAIL() << "nothing usable provides it";
+  } catch (const InvalidInput& e) {
+    const std::string message = e.what();
+    EXPECT_LT(message.size(), 4096u) << message.substr(0, 4096);
+    EXPECT_NE(message.find("(" + manifest.string() + ") declares it but was skipped"), std::string::npos) << message;
+  }
 }

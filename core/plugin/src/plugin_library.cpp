@@ -112,6 +112,13 @@ std::string dlopen_reason(const std::exception& e) {
 
 }  // namespace
 
+std::string elide(std::string_view text, size_t limit) {
+  if (text.size() <= limit) return std::string(text);
+  const size_t keep = limit / 2;
+  return std::string(text.substr(0, keep)) + "...(" + std::to_string(text.size() - 2 * keep) + " characters cut)..." +
+         std::string(text.substr(text.size() - keep));
+}
+
 std::string validate_vtable(ramjet_component_kind kind, const void* vtable) {
   if (vtable == nullptr) return "vtable is null";
   auto head = static_cast<const VtableHead*>(vtable);
@@ -146,8 +153,8 @@ const ramjet_component* PluginLibrary::find(ramjet_component_kind kind, std::str
 }
 
 std::shared_ptr<PluginLibrary> PluginLibrary::load(const PluginManifest& manifest) {
-  const std::string where = "plugin '" + manifest.name + "' (manifest " + manifest.path.string() + ", library " +
-                            manifest.library.string() + ")";
+  const std::string where = "plugin '" + elide(manifest.name) + "' (manifest " + elide(manifest.path.string()) +
+                            ", library " + elide(manifest.library.string()) + ")";
   auto fail = [&](const std::string& why) -> std::shared_ptr<PluginLibrary> {
     loader_debug("load failed: " + where + ": " + why);
     throw RuntimeFailure("cannot load " + where + ": " + why);
@@ -189,8 +196,8 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const PluginManifest& manifes
     return fail("the plugin chose ABI " + std::to_string(descriptor->abi_version) + ", outside the offered " +
                 range(lo, hi));
   if (descriptor->name == nullptr || manifest.name != descriptor->name)
-    return fail("the library calls itself '" + std::string(descriptor->name ? descriptor->name : "(null)") +
-                "', the manifest says '" + manifest.name + "'");
+    return fail("the library calls itself '" + elide(descriptor->name ? descriptor->name : "(null)") +
+                "', the manifest says '" + elide(manifest.name) + "'");
   if (descriptor->component_count > 0 && descriptor->components == nullptr)
     return fail("the descriptor lists components but the array is null");
 
@@ -202,15 +209,15 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const PluginManifest& manifes
     if (c.struct_size < RAMJET_COMPONENT_V1_SIZE) return fail(label + ": struct_size too small");
     if (c.name == nullptr || *c.name == '\0') return fail(label + ": no name");
     if (c.kind < 0 || c.kind >= kKindCount)
-      return fail(label + " '" + c.name + "': unknown kind " + std::to_string(static_cast<int>(c.kind)));
-    label = std::string(kind_name(c.kind)) + " '" + c.name + "'";
+      return fail(label + " '" + elide(c.name) + "': unknown kind " + std::to_string(static_cast<int>(c.kind)));
+    label = std::string(kind_name(c.kind)) + " '" + elide(c.name) + "'";
     if (std::string why = validate_vtable(c.kind, c.vtable); !why.empty()) return fail(label + ": " + why);
     offered.insert({c.kind, c.name});
   }
   for (const auto& [kind, names] : manifest.provides) {
     for (const auto& n : names) {
       if (!offered.count({kind, n}))
-        return fail("the manifest lists " + std::string(kind_name(kind)) + " '" + n +
+        return fail("the manifest lists " + std::string(kind_name(kind)) + " '" + elide(n) +
                     "' but the library does not provide it");
     }
   }
@@ -220,7 +227,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::load(const PluginManifest& manifes
                              : std::vector<std::string>{};
     if (std::find(listed.begin(), listed.end(), n) == listed.end())
       log(RAMJET_LOG_WARNING, "loader",
-          where + " provides " + std::string(kind_name(static_cast<ramjet_component_kind>(kind))) + " '" + n +
+          where + " provides " + std::string(kind_name(static_cast<ramjet_component_kind>(kind))) + " '" + elide(n) +
               "' which its manifest does not list; it cannot be selected");
   }
   loader_debug("loaded " + where + " at ABI " + std::to_string(descriptor->abi_version));

@@ -50,29 +50,32 @@ bool listing_has_load_failures(const nlohmann::json& listing) {
 }
 
 void print_plugin_listing(const nlohmann::json& listing, std::ostream& out) {
+  // The JSON listing keeps every byte; the text a person reads cuts what a manifest made long.
+  auto text = [](const nlohmann::json& value) { return elide(value.get<std::string>()); };
   out << "search path:\n";
-  for (const auto& dir : listing["search_path"]) out << "  " << dir.get<std::string>() << "\n";
+  for (const auto& dir : listing["search_path"]) out << "  " << text(dir) << "\n";
   if (listing["plugins"].empty()) out << "no plugins found\n";
   for (const auto& p : listing["plugins"]) {
-    out << p["name"].get<std::string>();
-    if (p.contains("version")) out << " " << p["version"].get<std::string>();
+    out << text(p["name"]);
+    if (p.contains("version")) out << " " << text(p["version"]);
     if (p.contains("abi")) out << "  abi " << p["abi"]["min"] << ".." << p["abi"]["max"];
-    out << "  " << p["status"].get<std::string>() << "\n";
-    out << "  manifest " << p["manifest"].get<std::string>() << "\n";
-    if (p.contains("library")) out << "  library  " << p["library"].get<std::string>() << "\n";
+    out << "  " << elide(p["status"].get<std::string>(), 2000) << "\n";
+    out << "  manifest " << text(p["manifest"]) << "\n";
+    if (p.contains("library")) out << "  library  " << text(p["library"]) << "\n";
     if (p.contains("components"))
       for (const auto& [kind, names] : p["components"].items()) {
-        out << "  " << kind << ":";
-        for (const auto& n : names) out << " " << n.get<std::string>();
-        out << "\n";
+        std::string line = "  " + kind + ":";
+        for (const auto& n : names) line += " " + n.get<std::string>();
+        out << elide(line, 2000) << "\n";
       }
     if (p.contains("notes"))
-      for (const auto& n : p["notes"]) out << "  note: " << n.get<std::string>() << "\n";
+      for (const auto& n : p["notes"]) out << "  note: " << text(n) << "\n";
     if (p.contains("load"))
-      out << "  load: " << (p["load"]["ok"].get<bool>() ? "ok" : "FAILED: " + p["load"]["error"].get<std::string>())
+      out << "  load: "
+          << (p["load"]["ok"].get<bool>() ? "ok" : "FAILED: " + elide(p["load"]["error"].get<std::string>(), 2000))
           << "\n";
   }
-  for (const auto& w : listing["warnings"]) out << "warning: " << w.get<std::string>() << "\n";
+  for (const auto& w : listing["warnings"]) out << "warning: " << elide(w.get<std::string>(), 2000) << "\n";
 }
 
 }  // namespace ramjet::core

@@ -100,7 +100,7 @@ void PluginRegistry::discover() {
       entry.manifest_path = file;
       ManifestParse parse = read_plugin_manifest(file);
       if (!parse.manifest) {
-        entry.status = "skipped: invalid manifest " + file.string() + ": " + parse.describe();
+        entry.status = "skipped: invalid manifest " + file.string() + ": " + elide(parse.describe(), 1000);
         log(RAMJET_LOG_WARNING, "loader", entry.status.substr(9));
       } else {
         entry.manifest = std::move(parse.manifest);
@@ -111,16 +111,16 @@ void PluginRegistry::discover() {
         } else if (contains(options_.disable, name)) {
           entry.status = "skipped: disabled by RAMJET_PLUGINS_DISABLE";
         } else if (by_name.count(name)) {
-          entry.status = "skipped: plugin name '" + name + "' is already provided by " +
+          entry.status = "skipped: plugin name '" + elide(name) + "' is already provided by " +
                          plugins_[by_name[name]].manifest_path.string() + " (earlier in the search path)";
           warnings_.push_back(entry.status.substr(9) + "; ignoring " + file.string());
         } else if (m.abi_max < 1 || m.abi_min > RAMJET_ABI_VERSION) {
           entry.status = "skipped: ABI range " + std::to_string(m.abi_min) + ".." + std::to_string(m.abi_max) +
                          " does not overlap the host's 1.." + std::to_string(RAMJET_ABI_VERSION);
         } else if (std::string why = library_file_problem(m.library); !why.empty()) {
-          entry.library_problem = why + ": " + m.library.string();
+          entry.library_problem = why + ": " + elide(m.library.string());
           entry.status = "skipped: " + entry.library_problem;
-          log(RAMJET_LOG_WARNING, "loader", "plugin '" + name + "' (" + file.string() + ") " + entry.status);
+          log(RAMJET_LOG_WARNING, "loader", "plugin '" + elide(name) + "' (" + file.string() + ") " + entry.status);
         } else {
           entry.usable = true;
           entry.status = "ok";
@@ -141,12 +141,12 @@ void PluginRegistry::discover() {
         auto [it, inserted] = providers_.emplace(key, i);
         if (inserted) continue;
         const PluginEntry& winner = plugins_[it->second];
-        std::string message = std::string(kind_name(kind)) + " '" + n + "' is offered by both plugin '" +
-                              winner.name() + "' (" + winner.manifest_path.string() + ") and plugin '" +
-                              entry.name() + "' (" + entry.manifest_path.string() + "); using '" + winner.name() +
-                              "', the first in search-path order";
-        entry.notes.push_back("shadowed: " + std::string(kind_name(kind)) + " '" + n + "' (provided by '" +
-                              winner.name() + "')");
+        std::string message = std::string(kind_name(kind)) + " '" + elide(n) + "' is offered by both plugin '" +
+                              elide(winner.name()) + "' (" + winner.manifest_path.string() + ") and plugin '" +
+                              elide(entry.name()) + "' (" + entry.manifest_path.string() + "); using '" +
+                              elide(winner.name()) + "', the first in search-path order";
+        entry.notes.push_back("shadowed: " + std::string(kind_name(kind)) + " '" + elide(n) + "' (provided by '" +
+                              elide(winner.name()) + "')");
         warnings_.push_back(message);
         loader_debug(message);
       }
@@ -193,7 +193,7 @@ std::string PluginRegistry::skipped_declarations(ramjet_component_kind kind, std
     auto declared = p.manifest->provides.find(kind);
     if (declared == p.manifest->provides.end()) continue;
     if (std::find(declared->second.begin(), declared->second.end(), name) == declared->second.end()) continue;
-    notes.push_back("plugin '" + p.name() + "' (" + p.manifest_path.string() + ") declares it but was skipped: " +
+    notes.push_back("plugin '" + elide(p.name()) + "' (" + p.manifest_path.string() + ") declares it but was skipped: " +
                     why.substr(0, kReasonLimit) + (why.size() > kReasonLimit ? "..." : ""));
   }
   std::string out;
@@ -207,7 +207,7 @@ ComponentRef PluginRegistry::component(ramjet_component_kind kind, std::string_v
   if (entry == nullptr) {
     std::string list;
     for (const auto& n : available(kind)) list += (list.empty() ? "" : ", ") + n;
-    throw InvalidInput("no plugin provides " + std::string(kind_name(kind)) + " '" + std::string(name) +
+    throw InvalidInput("no plugin provides " + std::string(kind_name(kind)) + " '" + elide(name) +
                        "' (available: " + (list.empty() ? "none" : list) + ")" + skipped_declarations(kind, name) +
                        "; see `ramjet plugins`");
   }

@@ -35,6 +35,10 @@ class PluginLibrary {
   const ramjet_plugin* descriptor_;
 };
 
+// Text from a manifest or a library (a name, a path) as shown in a message: at most `limit` characters, the middle
+// cut out, so a 100000-character name or path never comes back whole.
+std::string elide(std::string_view text, size_t limit = 300);
+
 // The smallest vtable struct_size this host accepts for a kind (its ABI v1 size), and whether the required slots
 // of that kind are all set. Empty string when valid, otherwise the reason.
 std::string validate_vtable(ramjet_component_kind kind, const void* vtable);
