@@ -264,15 +264,19 @@ std::vector<Case> cases() {
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
+// The host with the stock plugins on its search path, set for the child only (other tests set their own).
+std::vector<std::string> host_argv() {
+  return {"/usr/bin/env", "RAMJET_PLUGIN_PATH=" + stock_plugin_dir().string(), host_binary().string()};
+}
+
 class ManifestHostile : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ManifestHostile, IsRefusedCleanly) {
   const Case& c = GetParam();
   TempDir dir;
   c.prepare(dir.path());
-  std::vector<std::string> argv{host_binary().string()};
+  std::vector<std::string> argv = host_argv();
   for (const auto& a : c.args) argv.push_back(a == "M" ? (dir / "m.json").string() : a);
-  setenv("RAMJET_PLUGIN_PATH", stock_plugin_dir().c_str(), 1);
   HostileLimits limits;
   limits.working_dir = dir.path();
   limits.seconds = 60;
@@ -295,19 +299,23 @@ TEST(ManifestHostileOutputs, StaleTemporariesAreRemovedBeforeTraining) {
   fs::create_directories(dir / "out");
   write_file(dir / "out/.model.tflite.tmp123456", "left by a killed run");
   write_file(dir / "out/.model.tflite.tmpnotdigits", "not ours to remove");
-  setenv("RAMJET_PLUGIN_PATH", stock_plugin_dir().c_str(), 1);
   HostileLimits limits;
   limits.working_dir = dir.path();
-  // An unknown flag after the manifest is refused before anything runs: the stale file stays.
-  const auto refused = run_hostile({host_binary().string(), "validate", (dir / "m.json").string()}, limits);
+  auto host = [](std::vector<std::string> args) {
+    std::vector<std::string> argv = host_argv();
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  };
+  // Validation writes nothing: the stale file stays.
+  const auto refused = run_hostile(host({"validate", (dir / "m.json").string()}), limits);
   ASSERT_EQ(refused.exit_code, 0) << refused.output;
   EXPECT_TRUE(fs::exists(dir / "out/.model.tflite.tmp123456")) << "validate must not touch outputs";
-  const auto r = run_hostile({host_binary().string(), "run", (dir / "m.json").string(), "--set", "/train/epochs=1",
-                              "--set", "/export/path=out/model.tflite", "--set", "/model/layers/2/units=9999999999"},
+  const auto r = run_hostile(host({"run", (dir / "m.json").string(), "--set", "/train/epochs=1", "--set",
+                                    "/export/path=out/model.tflite", "--set", "/model/layers/2/units=9999999999"}),
                              limits);
   EXPECT_TRUE(refused_cleanly(r, 2, {"m.json#/model/layers/2/units"}));
   EXPECT_TRUE(fs::exists(dir / "out/.model.tflite.tmp123456")) << "an invalid manifest must not touch outputs";
-  const auto ok = run_hostile({host_binary().string(), "run", (dir / "m.json").string(), "--quiet"}, limits);
+  const auto ok = run_hostile(host({"run", (dir / "m.json").string(), "--quiet"}), limits);
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_FALSE(fs::exists(dir / "out/.model.tflite.tmp123456"));
   EXPECT_TRUE(fs::exists(dir / "out/.model.tflite.tmpnotdigits"));

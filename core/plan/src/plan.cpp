@@ -74,7 +74,7 @@ std::optional<ComponentSpec> SectionReader::component(const json& value, const s
     const auto available = registry_.available(kind);
     std::string message = "no plugin provides " + std::string(kind_name(kind)) + " '" + name + "'";
     if (auto guess = ramjet::closest_word(name, available)) message += " (did you mean '" + *guess + "'?)";
-    add(type_pointer, message + "; available: " + names(available));
+    add(type_pointer, message + "; available: " + names(available) + registry_.skipped_declarations(kind, name));
     return std::nullopt;
   }
   ComponentSpec spec{config, pointer};
