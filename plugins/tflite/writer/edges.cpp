@@ -6,7 +6,7 @@ namespace tflite_plugin::writer {
 // parameters with the zero point moved by 128).
 void ModelWriter::add_input(const json& input) {
   const std::string name = input.at("name");
-  const Shape shape = input.at("shape").get<Shape>();
+  const Shape shape = checked_shape(input.at("shape"), "graph input");
   shapes_[name] = shape;
   if (float_activations_) {
     values_[name] = add_activation(name, shape, tfl::TensorType_FLOAT32, nullptr);

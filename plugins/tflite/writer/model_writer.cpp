@@ -5,6 +5,7 @@
 namespace tflite_plugin::writer {
 
 ModelWriter::ModelWriter(const json& qgraph, ramjet::Example& params) : graph_(qgraph), params_(params) {
+  check_numbers(graph_);
   const json& q = graph_.at("quantization");
   const std::string mode = q.value("mode", std::string("?"));
   if (mode != "full_integer" && mode != "dynamic_range")

@@ -1,6 +1,7 @@
 #include "writer/node_options.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace tflite_plugin::writer {
@@ -19,11 +20,43 @@ void fail(const std::string& message) {
   throw ramjet::Error(RAMJET_ERR_UNSUPPORTED, "tflite exporter: " + message);
 }
 
+Shape checked_shape(const json& value, const std::string& what) {
+  if (!value.is_array()) fail(what + ": the shape must be an array of integers");
+  Shape shape;
+  int64_t elements = 1;
+  for (const auto& d : value) {
+    if (!d.is_number_integer() || d.get<int64_t>() < 1 || d.get<int64_t>() > (int64_t{1} << 24))
+      fail(what + ": shape dimensions must be integers in [1, 2^24], got " + d.dump().substr(0, 40));
+    shape.push_back(d.get<int64_t>());
+    elements *= shape.back();  // both factors <= 2^31 here: no overflow
+    if (elements > (int64_t{1} << 31)) fail(what + ": the shape holds more than 2^31 elements");
+  }
+  return shape;
+}
+
+namespace {
+void check_numbers_at(const json& v, const std::string& pointer, int depth) {
+  if (depth > 64) fail("the qgraph is nested deeper than 64 levels at " + pointer.substr(0, 200));
+  if (v.is_number_float()) {
+    const double x = v.get<double>();
+    if (!(std::abs(x) < 2147483648.0)) fail("the qgraph holds the number " + v.dump() + " at " + pointer.substr(0, 200));
+  } else if (v.is_object()) {
+    for (const auto& [key, item] : v.items()) check_numbers_at(item, pointer + "/" + key.substr(0, 40), depth + 1);
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) check_numbers_at(v[i], pointer + "/" + std::to_string(i), depth + 1);
+  }
+}
+}  // namespace
+
+void check_numbers(const json& qgraph) { check_numbers_at(qgraph, "", 0); }
+
 std::pair<int64_t, int64_t> pair_attr(const json& node, const char* key, int64_t fallback) {
   const json& attrs = node.at("attrs");
   if (!attrs.contains(key)) return {fallback, fallback};
   const auto v = attrs.at(key).get<std::vector<int64_t>>();
   if (v.size() != 2) fail(describe(node) + ": attribute '" + key + "' must have two values");
+  for (int64_t x : v)
+    if (x < 1 || x > 65536) fail(describe(node) + ": attribute '" + key + "' values must be in [1, 65536]");
   return {v[0], v[1]};
 }
 

@@ -13,7 +13,10 @@ void ModelWriter::conv2d(const json& node) {
   const std::string input = node.at("inputs").at(0);
   const Shape& in = shape_of(input);
   const std::string kernel_name = node.at("params").at("kernel");
-  const Shape k = graph_.at("params").at(kernel_name).at("shape").get<Shape>();  // [kh, kw, in/groups, out]
+  const Shape k = checked_shape(graph_.at("params").at(kernel_name).at("shape"), describe(node) + ": kernel");
+  if (in.size() != 3 || k.size() != 4)  // [H, W, C] input, [kh, kw, in/groups, out] kernel
+    fail(describe(node) + ": a conv2d needs a rank-3 input and a rank-4 kernel, got " + shape_text(in) + " and " +
+         shape_text(k));
   const int64_t groups = node.at("attrs").value("groups", int64_t{1});
   const bool depthwise = groups > 1 && groups == in.at(2) && k[2] == 1;
   if (groups > 1 && !depthwise)
@@ -60,7 +63,8 @@ void ModelWriter::conv2d(const json& node) {
 
 void ModelWriter::dense(const json& node) {
   const std::string kernel_name = node.at("params").at("kernel");
-  const Shape k = graph_.at("params").at(kernel_name).at("shape").get<Shape>();  // [in, out]
+  const Shape k = checked_shape(graph_.at("params").at(kernel_name).at("shape"), describe(node) + ": kernel");
+  if (k.size() != 2) fail(describe(node) + ": a dense kernel is [in, out], got " + shape_text(k));  // [in, out]
   const TensorQuant kq = kernel_quant(node, kernel_name);
   if (kq.scale.size() != 1) fail(describe(node) + ": FullyConnected weights must be quantized per tensor");
   const int8_t* w = param_data<int8_t>(kernel_name, node, static_cast<size_t>(product(k)));

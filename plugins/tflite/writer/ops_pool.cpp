@@ -30,7 +30,7 @@ void ModelWriter::global_pool(const json& node) {
   const bool max = node.at("op") == "global_max_pool";
   tables_.add_op(max ? tfl::BuiltinOperator_MAX_POOL_2D : tfl::BuiltinOperator_AVERAGE_POOL_2D, plain_op_version(), {x},
                  {pooled}, tfl::BuiltinOptions_Pool2DOptions, options.Union());
-  reshape_to(node, pooled, node.at("shape").get<Shape>());
+  reshape_to(node, pooled, checked_shape(node.at("shape"), describe(node)));
 }
 
 }  // namespace tflite_plugin::writer

@@ -2,7 +2,7 @@
 
 namespace tflite_plugin::writer {
 
-void ModelWriter::reshape(const json& node) { reshape_to(node, value(node, 0), node.at("shape").get<Shape>()); }
+void ModelWriter::reshape(const json& node) { reshape_to(node, value(node, 0), checked_shape(node.at("shape"), describe(node))); }
 
 // -1 for the batch, so the reshape follows a resized input.
 void ModelWriter::reshape_to(const json& node, int32_t x, const Shape& per_example) {
@@ -19,7 +19,7 @@ void ModelWriter::reshape_to(const json& node, int32_t x, const Shape& per_examp
 // inputs in dynamic range go in as they are).
 void ModelWriter::concat(const json& node) {
   const std::string name = node.at("name");
-  const Shape shape = node.at("shape").get<Shape>();
+  const Shape shape = checked_shape(node.at("shape"), describe(node));
   const auto options = tfl::CreateConcatenationOptions(fbb(), static_cast<int32_t>(shape.size()));  // last axis, batch included
   if (float_activations_) {
     std::vector<int32_t> inputs;

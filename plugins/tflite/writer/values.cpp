@@ -33,7 +33,7 @@ int32_t ModelWriter::add_value_tensor(const std::string& name, const Shape& per_
 int32_t ModelWriter::node_output(const json& node) {
   const std::string name = node.at("name");
   const bool converted = !float_activations_ && is_graph_output(graph_, name) && output_type_ != "int8";
-  const Shape shape = node.at("shape").get<Shape>();
+  const Shape shape = checked_shape(node.at("shape"), describe(node));
   const int32_t t = add_value_tensor(converted ? name + "/int8" : name, shape, name);
   values_[name] = t;
   shapes_[name] = shape;
