@@ -2,8 +2,7 @@
 
 #include "ramjet/data/example_io.hpp"
 #include "ramjet/plugin/failure.hpp"
-
-#include <unistd.h>
+#include "ramjet/plugin/machine_limits.hpp"
 
 #include <cstring>
 #include <vector>
@@ -39,8 +38,7 @@ void BatchAssembly::check_batch_fits(const Example& element) const {
         __builtin_add_overflow(bytes, tensor_bytes, &bytes))
       bytes = UINT64_MAX;
   }
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  const uint64_t memory = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  const uint64_t memory = static_cast<uint64_t>(physical_memory_bytes());
   if (memory > 0 && bytes > memory / 2)
     throw InvalidInput("a batch of " + std::to_string(batch_) + " elements of " +
                        std::to_string(example_bytes(element)) + " bytes would need " +

@@ -1,9 +1,8 @@
 #include "ramjet/plugin/failure.hpp"
 #include "ramjet/model/graph.hpp"
+#include "ramjet/plugin/machine_limits.hpp"
 
 #include <ramjet/sdk/fields.hpp>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -35,11 +34,6 @@ int64_t product(const Shape& s) {
   return n;
 }
 
-// This machine's memory in bytes (0 when unknown): a model whose parameters alone do not fit is refused up front.
-int64_t physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : 0;
-}
 
 const std::set<std::string> kActivations = {"linear", "relu", "relu6", "sigmoid", "tanh", "gelu"};
 const std::set<std::string> kInitializers = {"glorot_uniform", "glorot_normal", "he_uniform", "he_normal",

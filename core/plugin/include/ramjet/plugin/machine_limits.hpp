@@ -19,6 +19,9 @@ inline constexpr int64_t kMaxPrefetch = 1024;
 // batch x element size arithmetic could overflow.
 inline constexpr int64_t kMaxBatch = int64_t{1} << 20;
 
+// This machine's physical memory in bytes, 0 when unknown: models and batches that cannot fit are refused up front.
+int64_t physical_memory_bytes();
+
 // "must be at most N (4 per CPU of this machine's C CPUs)" for messages.
 std::string max_threads_explained();
 
