@@ -2,6 +2,7 @@
 #include "tflite_writer.hpp"
 
 #include "writer/model_writer.hpp"
+#include "writer/node_options.hpp"
 
 namespace tflite_plugin {
 
@@ -9,7 +10,7 @@ std::string build_tflite_model(const json& qgraph, ramjet::Example& params) {
   try {
     return writer::ModelWriter(qgraph, params).build();
   } catch (const json::exception& e) {
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, std::string("tflite exporter: malformed qgraph: ") + e.what());
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "tflite exporter: malformed qgraph: " + writer::json_problem(e));
   }
 }
 
