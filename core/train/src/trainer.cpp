@@ -6,6 +6,7 @@
 #include "ramjet/plugin/log.hpp"
 #include "ramjet/plugin/model_components.hpp"
 #include "ramjet/plugin/seeds.hpp"
+#include "ramjet/plugin/trace.hpp"
 #include "ramjet/train/checkpoint.hpp"
 #include "ramjet/train/evaluation.hpp"
 #include "ramjet/train/lr_schedule.hpp"
@@ -65,11 +66,20 @@ class Trainer {
       : plan_(plan), cfg_(*plan.train), registry_(registry), options_(options) {}
 
   nlohmann::json run() {
-    create_components();
-    compile();
-    if (cfg_.checkpoint && rank_ == 0) remove_stale_checkpoint_temporaries(cfg_.checkpoint->dir);
-    if (options_.resume) resume();
-    broadcast_parameters();
+    {
+      TraceSpan span("setup");
+      create_components();
+    }
+    {
+      TraceSpan span("compile");
+      compile();
+    }
+    {
+      TraceSpan span("resume");
+      if (cfg_.checkpoint && rank_ == 0) remove_stale_checkpoint_temporaries(cfg_.checkpoint->dir);
+      if (options_.resume) resume();
+      broadcast_parameters();
+    }
     loop();
     if (early_ && early_->restore_best() && !best_parameters_.entries.empty())
       program_->set_state(RAMJET_STATE_PARAMETERS, best_parameters_);
@@ -207,7 +217,10 @@ class Trainer {
                                                kDropoutStage),
                                   step_};
     outputs_ = Example{};
-    program_->forward(fwd, batch, outputs_);
+    {
+      TraceSpan span("forward", "step", step_);
+      program_->forward(fwd, batch, outputs_);
+    }
     const float loss = scalar_f32(outputs_, RAMJET_OUTPUT_LOSS, backend_name_);
     if (!std::isfinite(loss))
       throw RuntimeFailure("the loss became " + std::to_string(loss) + " at step " + std::to_string(step_ + 1) +
@@ -217,7 +230,10 @@ class Trainer {
     int32_t nonfinite = 0;
     const ramjet_backward_args bwd{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, loss_scale, micro_ > 0 ? 1 : 0,
                                    nullptr, nullptr, policy_ ? &nonfinite : nullptr};
-    program_->backward(bwd);
+    {
+      TraceSpan span("backward", "step", step_);
+      program_->backward(bwd);
+    }
     found_nonfinite_ = found_nonfinite_ || nonfinite != 0;
     if (++micro_ == cfg_.accumulate) update(loss_scale);
     const double step_s = seconds_since(start);
@@ -231,6 +247,7 @@ class Trainer {
   void update(float loss_scale) {
     if (strategy_ && world_ > 1) {
       // Mean over replicas of each replica's mean gradient: the gradient of the global batch.
+      TraceSpan span("all-reduce", "step", step_);
       for (auto& g : gradients().entries) strategy_->all_reduce(g.tensor->dl_tensor, RAMJET_REDUCE_MEAN);
     }
     float scale = 1.0f / (static_cast<float>(cfg_.accumulate) * loss_scale);
@@ -244,7 +261,10 @@ class Trainer {
     const ramjet_update_args upd{sizeof(ramjet_update_args), RAMJET_ABI_VERSION, step_ + 1,
                                  static_cast<float>(schedule_->at(step_) * lr_scale_), scale};
     if (skip) ++skipped_updates_;
-    else program_->optimizer_update(upd);
+    else {
+      TraceSpan span("optimizer update", "step", step_);
+      program_->optimizer_update(upd);
+    }
     ++step_;
     micro_ = 0;
     if (cfg_.checkpoint && cfg_.checkpoint->every_steps > 0 && step_ % cfg_.checkpoint->every_steps == 0)
@@ -272,6 +292,7 @@ class Trainer {
 
   std::optional<Evaluation> evaluate() {
     if (!plan_.eval_data) return std::nullopt;
+    TraceSpan span("evaluate", "step", step_);
     InputPipeline eval(*plan_.eval_data, registry_, plan_.seed);
     return evaluate_program(*program_, plan_.graph->ir, eval, plan_.seed);
   }
@@ -322,6 +343,7 @@ class Trainer {
   // Rank 0 writes everything a resumed run needs to end exactly as this one would, best weights included.
   void checkpoint(const PipelineState& resume_at) {
     if (!cfg_.checkpoint || rank_ != 0) return;
+    TraceSpan span("checkpoint", "step", step_);
     Checkpoint c;
     c.step = step_;
     c.pipeline = resume_at;
