@@ -12,10 +12,12 @@
 #include "ramjet/train/lr_schedule.hpp"
 #include "ramjet/train/progress.hpp"
 #include "ramjet/train/training_callbacks.hpp"
+#include "ramjet/train/verdict.hpp"
 
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <thread>
 
 namespace ramjet::core {
 namespace {
@@ -238,6 +240,7 @@ class Trainer {
     if (++micro_ == cfg_.accumulate) update(loss_scale);
     const double step_s = seconds_since(start);
     epoch_compute_s_ += step_s;
+    compute_s_ += step_s;
     samples_ += n;
     ++epoch_steps_;
     progress_->step(epoch_, epoch_steps_, steps_per_epoch_, epoch_metrics_,
@@ -247,8 +250,10 @@ class Trainer {
   void update(float loss_scale) {
     if (strategy_ && world_ > 1) {
       // Mean over replicas of each replica's mean gradient: the gradient of the global batch.
+      const auto start = Clock::now();
       TraceSpan span("all-reduce", "step", step_);
       for (auto& g : gradients().entries) strategy_->all_reduce(g.tensor->dl_tensor, RAMJET_REDUCE_MEAN);
+      communication_s_ += seconds_since(start);
     }
     float scale = 1.0f / (static_cast<float>(cfg_.accumulate) * loss_scale);
     if (cfg_.clip_norm > 0) {
@@ -382,6 +387,8 @@ class Trainer {
     t["wall_s"] = wall;
     t["samples_per_s"] = wall > 0 ? static_cast<double>(samples_) / wall : 0.0;
     t["input_wait_fraction"] = wall > 0 ? train_->input_wait_s() / wall : 0.0;
+    const StepTimes times{wall, train_->input_wait_s(), compute_s_ - communication_s_, communication_s_};
+    t["verdict"] = step_verdict(times, *plan_.train_data, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     t["final_loss"] = history_.empty() ? epoch_metrics_.loss() : history_.back()["loss"].get<double>();
     if (!history_.empty() && history_.back().contains("accuracy")) t["final_accuracy"] = history_.back()["accuracy"];
     t["history"] = history_;
@@ -442,6 +449,7 @@ class Trainer {
 
   int64_t step_ = 0, epoch_ = 0, micro_ = 0, epoch_steps_ = 0, samples_ = 0, skipped_updates_ = 0;
   double lr_scale_ = 1.0, epoch_compute_s_ = 0;
+  double compute_s_ = 0, communication_s_ = 0;  // the whole run's, for the step-time breakdown
   bool stopped_early_ = false, found_nonfinite_ = false;
   nlohmann::json history_ = nlohmann::json::array();
   Metrics epoch_metrics_, last_train_;
