@@ -28,6 +28,7 @@ PipelineSpec spec_with(int64_t parallelism, int64_t prefetch, bool map, std::opt
   s.prefetch = prefetch;
   if (map) s.map.push_back(ComponentSpec{{{"type", "resize"}, {"size", {448, 448}}}, "/data/train/map/0"});
   s.cache = std::move(cache);
+  s.epochs = 3;
   return s;
 }
 
@@ -50,6 +51,9 @@ TEST(Verdict, AdviceComesFromThePipelineAsWritten) {
   EXPECT_TRUE(mentions(serial, "data.train.parallelism is 1: set it to \"auto\"")) << ::testing::PrintToString(serial);
   EXPECT_TRUE(mentions(serial, "data.train.prefetch is 0")) << ::testing::PrintToString(serial);
   EXPECT_TRUE(mentions(serial, "no cache after data.train.map")) << ::testing::PrintToString(serial);
+  PipelineSpec one_epoch = spec_with(1, 0, true, std::nullopt);
+  one_epoch.epochs = 1;
+  EXPECT_FALSE(mentions(input_advice(one_epoch, InputBound::kHighly, 8), "cache")) << "a cache helps from epoch 2 on";
 
   const auto some_threads = input_advice(spec_with(2, -1, true, "memory"), InputBound::kModerately, 8);
   EXPECT_TRUE(mentions(some_threads, "data.train.parallelism is 2 of 8 cores")) << ::testing::PrintToString(some_threads);

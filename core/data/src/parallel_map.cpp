@@ -75,10 +75,12 @@ void ParallelMap::run_chunk(std::unique_lock<std::mutex>& lock) {
   std::vector<WorkResult> results;
   results.reserve(items.size() + (read_error ? 1 : 0));
   const auto start = std::chrono::steady_clock::now();
-  TraceSpan span("map chunk", "elements", static_cast<int64_t>(items.size()));
-  for (auto& item : items) {
-    if (item.kind == WorkItem::Kind::kElement) results.push_back(process_(std::move(item)));
-    else results.push_back(WorkResult::marker(item));
+  {
+    TraceSpan span("map chunk", "elements", static_cast<int64_t>(items.size()));
+    for (auto& item : items) {
+      if (item.kind == WorkItem::Kind::kElement) results.push_back(process_(std::move(item)));
+      else results.push_back(WorkResult::marker(item));
+    }
   }
   if (read_error) {
     WorkResult r;

@@ -76,12 +76,12 @@ class Trainer {
       TraceSpan span("compile");
       compile();
     }
-    {
+    if (cfg_.checkpoint && rank_ == 0) remove_stale_checkpoint_temporaries(cfg_.checkpoint->dir);
+    if (options_.resume) {
       TraceSpan span("resume");
-      if (cfg_.checkpoint && rank_ == 0) remove_stale_checkpoint_temporaries(cfg_.checkpoint->dir);
-      if (options_.resume) resume();
-      broadcast_parameters();
+      resume();
     }
+    broadcast_parameters();
     loop();
     if (early_ && early_->restore_best() && !best_parameters_.entries.empty())
       program_->set_state(RAMJET_STATE_PARAMETERS, best_parameters_);
@@ -185,6 +185,7 @@ class Trainer {
   // broadcast makes that an invariant rather than an assumption).
   void broadcast_parameters() {
     if (!strategy_) return;
+    TraceSpan span("broadcast");
     Example parameters = program_->get_state(RAMJET_STATE_PARAMETERS);
     for (auto& p : parameters.entries) strategy_->broadcast(p.tensor->dl_tensor, 0);
     program_->set_state(RAMJET_STATE_PARAMETERS, parameters);
@@ -388,7 +389,8 @@ class Trainer {
     t["samples_per_s"] = wall > 0 ? static_cast<double>(samples_) / wall : 0.0;
     t["input_wait_fraction"] = wall > 0 ? train_->input_wait_s() / wall : 0.0;
     const StepTimes times{wall, train_->input_wait_s(), compute_s_ - communication_s_, communication_s_};
-    t["verdict"] = step_verdict(times, *plan_.train_data, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    // The pipeline as it ran: the manifest's words, with the run's epochs.
+    t["verdict"] = step_verdict(times, train_->spec(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     t["final_loss"] = history_.empty() ? epoch_metrics_.loss() : history_.back()["loss"].get<double>();
     if (!history_.empty() && history_.back().contains("accuracy")) t["final_accuracy"] = history_.back()["accuracy"];
     t["history"] = history_;

@@ -50,9 +50,9 @@ std::vector<std::string> input_advice(const PipelineSpec& spec, InputBound bound
                      ": set it to \"auto\"");
   if (spec.prefetch == 0)
     advice.push_back(at + ".prefetch is 0: set it to \"auto\" so batches are made while the model computes");
-  if (!spec.map.empty() && !spec.cache)
+  if (!spec.map.empty() && !spec.cache && spec.epochs > 1)
     advice.push_back("no cache after " + at + ".map: its " + std::to_string(spec.map.size()) +
-                     " transform(s) run again every epoch; set " + at +
+                     " transform(s) run again in each of the " + std::to_string(spec.epochs) + " epochs; set " + at +
                      ".cache to \"memory\" (or a file) to run them once");
   if (spec.cpu_budget > 0 && spec.cpu_budget < cores)
     advice.push_back(at + ".cpu_budget is " + std::to_string(spec.cpu_budget) + " of " + std::to_string(cores) +

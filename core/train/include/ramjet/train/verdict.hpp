@@ -29,8 +29,8 @@ const char* input_bound_word(InputBound bound);
 // The fraction of the run's time spent waiting for input, judged with the Profiler's thresholds.
 InputBound classify_input_bound(double input_wait_fraction);
 
-// What to change in `spec` (data.<name> of the manifest) when the run waits for it; empty when not input-bound.
-// `cores`: this machine's CPUs.
+// What to change in `spec` (data.<name> of the manifest, with the run's epochs) when the run waits for it; empty
+// when not input-bound. `cores`: this machine's CPUs.
 std::vector<std::string> input_advice(const PipelineSpec& spec, InputBound bound, int cores);
 
 // {"input_bound", "input_wait_fraction", "breakdown": {"wall_s", "input_wait_s", "compute_s",
