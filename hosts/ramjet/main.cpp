@@ -49,7 +49,7 @@ const char* kUsage =
     "       [--predictions FILE] [--trace FILE] [--set P=V]...\n"
     "                                                accuracy and samples/s of a checkpoint on the eval data\n"
     "  graph MANIFEST [--json] [--set P=V]...        show the model's layers, output shapes and parameters\n"
-    "  pipeline MANIFEST [--name train|eval] [--report FILE] [--set P=V]...\n"
+    "  pipeline MANIFEST [--name train|eval] [--report FILE] [--trace FILE] [--set P=V]...\n"
     "                                                iterate one input pipeline alone and report its throughput\n"
     "\n"
     "environment: RAMJET_PLUGIN_PATH, RAMJET_PLUGINS_SELECT, RAMJET_PLUGINS_DISABLE, RAMJET_LOADER_DEBUG=1\n"
