@@ -10,6 +10,7 @@
 #include "ramjet/plugin/machine_limits.hpp"
 #include "ramjet/plugin/plugin_listing.hpp"
 #include "ramjet/plugin/plugin_registry.hpp"
+#include "ramjet/plugin/trace.hpp"
 #include "ramjet/run/run.hpp"
 
 #include <boost/program_options.hpp>
@@ -42,12 +43,13 @@ const char* kUsage =
     "commands:\n"
     "  plugins [--json] [--load]                     list plugins found on the search path and why any was skipped\n"
     "  validate MANIFEST [--set P=V]...              check a pipeline manifest; report every problem\n"
-    "  run MANIFEST [--report FILE] [--set P=V]... [--resume]\n"
+    "  run MANIFEST [--report FILE] [--trace FILE] [--set P=V]... [--resume]\n"
     "                                                train the model (or, without one, run the input pipelines)\n"
     "  eval MANIFEST [--checkpoint FILE] [--precision float32|int8] [--batch N] [--threads N] [--json]\n"
-    "       [--predictions FILE] [--set P=V]...     accuracy and samples/s of a checkpoint on the eval data\n"
+    "       [--predictions FILE] [--trace FILE] [--set P=V]...\n"
+    "                                                accuracy and samples/s of a checkpoint on the eval data\n"
     "  graph MANIFEST [--json] [--set P=V]...        show the model's layers, output shapes and parameters\n"
-    "  pipeline MANIFEST [--name train|eval] [--report FILE] [--set P=V]...\n"
+    "  pipeline MANIFEST [--name train|eval] [--report FILE] [--trace FILE] [--set P=V]...\n"
     "                                                iterate one input pipeline alone and report its throughput\n"
     "\n"
     "environment: RAMJET_PLUGIN_PATH, RAMJET_PLUGINS_SELECT, RAMJET_PLUGINS_DISABLE, RAMJET_LOADER_DEBUG=1\n"
@@ -102,6 +104,18 @@ void refuse_unwritable(const std::string& path, const std::string& flag) {
     throw InvalidInput(flag + ": " + excerpt(why, 400));
 }
 
+const char* kTraceHelp = "write a Chrome trace (chrome://tracing, Perfetto) of where the time went to FILE";
+
+// `--trace FILE` around `work`: recorded only while the work runs, written once it has ended (its threads joined).
+template <class Work>
+nlohmann::json traced(const po::variables_map& vm, Work&& work) {
+  if (!vm.count("trace")) return work();
+  Trace::start(0, "rank 0");  // one process track per rank; one rank today
+  nlohmann::json report = work();
+  Trace::finish_to(vm["trace"].as<std::string>());
+  return report;
+}
+
 PipelineManifest manifest_from(const po::variables_map& vm) {
   if (!vm.count("manifest")) throw po::error("missing MANIFEST");
   PipelineManifest manifest = load_pipeline_manifest(vm["manifest"].as<std::string>());
@@ -125,7 +139,7 @@ int command_validate(const std::vector<std::string>& args) {
 int command_running(const std::vector<std::string>& args, bool whole_run) {
   auto options = manifest_options(whole_run ? "ramjet run MANIFEST" : "ramjet pipeline MANIFEST");
   options.add_options()("report", po::value<std::string>(), "write a JSON report to FILE")(
-      "quiet,q", "print nothing but errors");
+      "trace", po::value<std::string>(), kTraceHelp)("quiet,q", "print nothing but errors");
   if (whole_run) options.add_options()("resume", "continue training from the newest checkpoint in train.checkpoint.dir");
   else options.add_options()("name", po::value<std::string>()->default_value("train"), "which input pipeline: train or eval");
   po::variables_map vm;
@@ -134,12 +148,15 @@ int command_running(const std::vector<std::string>& args, bool whole_run) {
   PluginRegistry registry(discovery_options_from_environment());
   const Plan plan = require_plan(manifest, registry);
   if (vm.count("report")) refuse_unwritable(vm["report"].as<std::string>(), "--report");
+  if (vm.count("trace")) refuse_unwritable(vm["trace"].as<std::string>(), "--trace");
   RunOptions run_options;
   if (!vm.count("quiet")) run_options.progress = &std::cout;
   run_options.terminal = isatty(STDOUT_FILENO) != 0;
   run_options.resume = vm.count("resume") > 0;
-  nlohmann::json report = whole_run ? run_pipeline(plan, registry, run_options)
-                                    : iterate_pipeline(plan, vm["name"].as<std::string>(), registry, run_options);
+  nlohmann::json report = traced(vm, [&] {
+    return whole_run ? run_pipeline(plan, registry, run_options)
+                     : iterate_pipeline(plan, vm["name"].as<std::string>(), registry, run_options);
+  });
   report["ramjet_version"] = RAMJET_VERSION;
   if (vm.count("report")) write_file_atomically(vm["report"].as<std::string>(), report.dump(2) + "\n");
   return kExitOk;
@@ -153,7 +170,8 @@ int command_eval(const std::vector<std::string>& args) {
       "batch", po::value<int64_t>(), "evaluation batch size (default: the eval pipeline's)")(
       "threads", po::value<int64_t>(), "backend threads (default: train.threads or the backend's)")(
       "predictions", po::value<std::string>(), "write each sample's top-1 class to FILE (little-endian int32)")(
-      "json", "print the result as JSON")("report", po::value<std::string>(), "write the result as JSON to FILE");
+      "json", "print the result as JSON")("report", po::value<std::string>(), "write the result as JSON to FILE")(
+      "trace", po::value<std::string>(), kTraceHelp);
   po::variables_map vm;
   if (!parse_manifest_command(args, options, vm)) return kExitOk;
   PipelineManifest manifest = manifest_from(vm);
@@ -175,8 +193,9 @@ int command_eval(const std::vector<std::string>& args) {
   if (vm.count("predictions")) eval.predictions = vm["predictions"].as<std::string>();
   if (vm.count("predictions")) refuse_unwritable(vm["predictions"].as<std::string>(), "--predictions");
   if (vm.count("report")) refuse_unwritable(vm["report"].as<std::string>(), "--report");
+  if (vm.count("trace")) refuse_unwritable(vm["trace"].as<std::string>(), "--trace");
   if (!vm.count("json")) eval.progress = &std::cout;
-  nlohmann::json report = evaluate_checkpoint(plan, registry, eval);
+  nlohmann::json report = traced(vm, [&] { return evaluate_checkpoint(plan, registry, eval); });
   report["ramjet_version"] = RAMJET_VERSION;
   if (vm.count("json")) std::cout << report.dump() << "\n";
   if (vm.count("report")) write_file_atomically(vm["report"].as<std::string>(), report.dump(2) + "\n");

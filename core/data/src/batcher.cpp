@@ -2,6 +2,7 @@
 
 #include "ramjet/data/batch.hpp"
 #include "ramjet/plugin/log.hpp"
+#include "ramjet/plugin/trace.hpp"
 
 #include <vector>
 
@@ -18,6 +19,7 @@ std::optional<Batch> Batcher::next() {
   int64_t first_position = -1;
   int64_t placed = 0;
   auto make = [&](int64_t epoch, int64_t end_position) {
+    TraceSpan span("batch assembly", "elements", placed > 0 ? placed : static_cast<int64_t>(items.size()));
     Batch b;
     if (placed > 0) {
       b.data = assembly_->take(epoch, first_position / batch_, placed);

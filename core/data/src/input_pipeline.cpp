@@ -5,6 +5,7 @@
 #include "ramjet/plugin/failure.hpp"
 #include "ramjet/plugin/log.hpp"
 #include "ramjet/plugin/seeds.hpp"
+#include "ramjet/plugin/trace.hpp"
 
 #include <glob.h>
 
@@ -213,6 +214,7 @@ void InputPipeline::start() {
     next = [this] {
       WorkItem item = sequencer_->next();
       if (item.kind != WorkItem::Kind::kElement) return WorkResult::marker(item);
+      TraceSpan span("map element");
       return process(std::move(item));
     };
   } else {
@@ -236,10 +238,14 @@ void InputPipeline::start() {
 }
 
 std::optional<Example> InputPipeline::next_batch() {
+  // The consumer's wait for its next batch: the prefetch wait of a parallel pipeline, all of the input work of a
+  // serial one. The same interval is the input wait of the report (measured once, here).
   if (!started_) start();
   const auto t0 = Clock::now();
   std::optional<Batch> batch = batcher_->next();
-  const double waited = std::chrono::duration<double>(Clock::now() - t0).count();
+  const auto t1 = Clock::now();
+  if (Trace::on()) Trace::complete("input wait", t0, t1);
+  const double waited = std::chrono::duration<double>(t1 - t0).count();
   wait_s_ += waited;
   window_wait_s_ += waited;
   if (!batch) {

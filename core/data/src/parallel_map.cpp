@@ -1,5 +1,8 @@
 #include "ramjet/data/parallel_map.hpp"
 
+#include "ramjet/plugin/trace.hpp"
+
+#include <algorithm>
 #include <chrono>
 
 namespace ramjet::core {
@@ -49,6 +52,8 @@ void ParallelMap::run_chunk(std::unique_lock<std::mutex>& lock) {
   items.reserve(chunk_);
   bool marker = false;
   std::exception_ptr read_error;
+  const bool tracing = Trace::on();
+  const auto fetch_start = tracing ? Trace::Clock::now() : Trace::Clock::time_point{};
   try {
     while (items.size() < chunk_ && !marker) {
       items.push_back(fetch_());
@@ -62,14 +67,20 @@ void ParallelMap::run_chunk(std::unique_lock<std::mutex>& lock) {
     marker = true;
   }
   slots_[sequence % capacity_].ends_with_marker = marker;
+  // A sequential source is read here, item by item; a random-access source is read in process_ (the chunk span).
+  if (tracing && std::any_of(items.begin(), items.end(), [](const WorkItem& i) { return i.raw.has_value(); }))
+    Trace::complete("source read", fetch_start, Trace::Clock::now(), "elements", static_cast<int64_t>(items.size()));
   lock.unlock();
   // ... process them without it ...
   std::vector<WorkResult> results;
   results.reserve(items.size() + (read_error ? 1 : 0));
   const auto start = std::chrono::steady_clock::now();
-  for (auto& item : items) {
-    if (item.kind == WorkItem::Kind::kElement) results.push_back(process_(std::move(item)));
-    else results.push_back(WorkResult::marker(item));
+  {
+    TraceSpan span("map chunk", "elements", static_cast<int64_t>(items.size()));
+    for (auto& item : items) {
+      if (item.kind == WorkItem::Kind::kElement) results.push_back(process_(std::move(item)));
+      else results.push_back(WorkResult::marker(item));
+    }
   }
   if (read_error) {
     WorkResult r;
@@ -88,6 +99,7 @@ void ParallelMap::run_chunk(std::unique_lock<std::mutex>& lock) {
 }
 
 void ParallelMap::work(int index) {
+  Trace::name_thread("pipeline worker", index);
   std::unique_lock lock(mutex_);
   for (;;) {
     workers_cv_.wait(lock, [&] { return stop_ || (index < active_ && can_fetch()); });

@@ -1,5 +1,7 @@
 #include "ramjet/data/sequential_reader.hpp"
 
+#include "ramjet/plugin/trace.hpp"
+
 #include <exception>
 
 namespace ramjet::core {
@@ -61,10 +63,14 @@ class OpenFile {
  private:
   static constexpr size_t kAhead = 16;
   void read_ahead() {
+    Trace::name_thread("file reader");
     try {
       for (;;) {
         Example e;
-        if (!reader_->next(e)) break;
+        {
+          TraceSpan span("source read");
+          if (!reader_->next(e)) break;
+        }
         std::unique_lock lock(mutex_);
         space_.wait(lock, [&] { return queue_.size() < kAhead || stop_; });
         if (stop_) return;

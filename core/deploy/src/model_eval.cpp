@@ -3,6 +3,7 @@
 #include "ramjet/deploy/model_export.hpp"
 #include "ramjet/plugin/atomic_file.hpp"
 #include "ramjet/plugin/failure.hpp"
+#include "ramjet/plugin/trace.hpp"
 #include "ramjet/train/checkpoint.hpp"
 #include "ramjet/train/evaluation.hpp"
 #include "ramjet/train/trainer.hpp"
@@ -32,11 +33,17 @@ nlohmann::json evaluate_checkpoint(const Plan& original, PluginRegistry& registr
       throw InvalidInput(plan.train->checkpoint->dir.string() + ": no checkpoint to evaluate (train first with `ramjet run`)");
     file = *latest;
   }
-  Checkpoint checkpoint = load_checkpoint(file);
+  Checkpoint checkpoint = [&] {
+    TraceSpan span("load checkpoint");
+    return load_checkpoint(file);
+  }();
 
   auto backend = make_training_backend(plan, registry, options.threads);
   const int64_t batch = eval_data.batch;
-  auto program = backend->compile(plan.graph->ir, {{"batch", batch}});
+  auto program = [&] {
+    TraceSpan span("compile");
+    return backend->compile(plan.graph->ir, {{"batch", batch}});
+  }();
   // Every parameter the model has, from the checkpoint: none silently left at its initial value.
   check_checkpoint_fits(checkpoint, file, program->get_state(RAMJET_STATE_PARAMETERS), nullptr);
   program->set_state(RAMJET_STATE_PARAMETERS, checkpoint.parameters);
@@ -50,7 +57,10 @@ nlohmann::json evaluate_checkpoint(const Plan& original, PluginRegistry& registr
     result = evaluate_program(*program, plan.graph->ir, data, plan.seed, keep);
   } else {
     const ExportConfig config = plan.exporting.value_or(ExportConfig{});
-    QuantizedModel quantized = quantize_model(plan, registry, *program, checkpoint.parameters, config);
+    QuantizedModel quantized = [&] {
+      TraceSpan span("calibrate and quantize");
+      return quantize_model(plan, registry, *program, checkpoint.parameters, config);
+    }();
     program.reset();
     auto int8 = compile_quantized(*backend, quantized, batch);
     InputPipeline data(eval_data, registry, plan.seed);

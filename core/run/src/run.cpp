@@ -4,6 +4,7 @@
 #include "ramjet/data/tensor_stats.hpp"
 #include "ramjet/deploy/model_export.hpp"
 #include "ramjet/plugin/failure.hpp"
+#include "ramjet/plugin/trace.hpp"
 #include "ramjet/train/trainer.hpp"
 
 #include <sys/resource.h>
@@ -95,8 +96,10 @@ nlohmann::json run_pipeline(const Plan& plan, PluginRegistry& registry, const Ru
       train_options.trained_parameters = &trained;
     }
     nlohmann::json report = train_model(plan, registry, train_options);
-    if (!trained.entries.empty())  // rank 0 only, under a mirrored strategy
+    if (!trained.entries.empty()) {  // rank 0 only, under a mirrored strategy
+      TraceSpan span("export");
       report["export"] = export_trained_model(plan, registry, trained, options.progress);
+    }
     report["manifest"] = plan.origin.file.string();
     report["peak_rss_bytes"] = peak_rss_bytes();
     return report;

@@ -1,6 +1,7 @@
 #include "ramjet/train/evaluation.hpp"
 
 #include "ramjet/plugin/failure.hpp"
+#include "ramjet/plugin/trace.hpp"
 
 #include <chrono>
 
@@ -39,7 +40,10 @@ Evaluation evaluate_program(Program& program, const nlohmann::json& graph, Input
     const int64_t n = labels->shape[0];
     outputs = Example{};
     const auto start = std::chrono::steady_clock::now();
-    program.forward(args, *batch, outputs);
+    {
+      TraceSpan span("forward", "samples", n);
+      program.forward(args, *batch, outputs);
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     // Steady state: the first batch pays for lazy setup, and a short last batch builds its own plan.
     if (first_batch < 0) first_batch = n;

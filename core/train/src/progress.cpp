@@ -1,5 +1,6 @@
 #include "ramjet/train/progress.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <ostream>
 
@@ -68,6 +69,20 @@ void ProgressReporter::summary(const nlohmann::json& report) {
   if (report.contains("eval"))
     *out_ << "; test accuracy " << fixed(report["eval"]["accuracy"]) << ", loss " << fixed(report["eval"]["loss"]);
   *out_ << "\n";
+  if (t.contains("verdict")) verdict(t["verdict"]);
+}
+
+void ProgressReporter::verdict(const nlohmann::json& v) {
+  const auto& b = v["breakdown"];
+  const double wall = std::max(1e-12, b["wall_s"].get<double>());
+  auto percent = [&](const char* key) { return 100 * b[key].get<double>() / wall; };
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "step time: input wait %.1f%%, compute %.1f%%, communication %.1f%%, other %.1f%%: %s input-bound\n",
+                percent("input_wait_s"), percent("compute_s"), percent("communication_s"), percent("other_s"),
+                v["input_bound"].get<std::string>().c_str());
+  *out_ << line;
+  for (const auto& advice : v["advice"]) *out_ << "  advice: " << advice.get<std::string>() << "\n";
 }
 
 }  // namespace ramjet::core

@@ -6,15 +6,18 @@
 #include "ramjet/plugin/log.hpp"
 #include "ramjet/plugin/model_components.hpp"
 #include "ramjet/plugin/seeds.hpp"
+#include "ramjet/plugin/trace.hpp"
 #include "ramjet/train/checkpoint.hpp"
 #include "ramjet/train/evaluation.hpp"
 #include "ramjet/train/lr_schedule.hpp"
 #include "ramjet/train/progress.hpp"
 #include "ramjet/train/training_callbacks.hpp"
+#include "ramjet/train/verdict.hpp"
 
 #include <chrono>
 #include <cmath>
 #include <optional>
+#include <thread>
 
 namespace ramjet::core {
 namespace {
@@ -65,10 +68,19 @@ class Trainer {
       : plan_(plan), cfg_(*plan.train), registry_(registry), options_(options) {}
 
   nlohmann::json run() {
-    create_components();
-    compile();
+    {
+      TraceSpan span("setup");
+      create_components();
+    }
+    {
+      TraceSpan span("compile");
+      compile();
+    }
     if (cfg_.checkpoint && rank_ == 0) remove_stale_checkpoint_temporaries(cfg_.checkpoint->dir);
-    if (options_.resume) resume();
+    if (options_.resume) {
+      TraceSpan span("resume");
+      resume();
+    }
     broadcast_parameters();
     loop();
     if (early_ && early_->restore_best() && !best_parameters_.entries.empty())
@@ -173,6 +185,7 @@ class Trainer {
   // broadcast makes that an invariant rather than an assumption).
   void broadcast_parameters() {
     if (!strategy_) return;
+    TraceSpan span("broadcast");
     Example parameters = program_->get_state(RAMJET_STATE_PARAMETERS);
     for (auto& p : parameters.entries) strategy_->broadcast(p.tensor->dl_tensor, 0);
     program_->set_state(RAMJET_STATE_PARAMETERS, parameters);
@@ -207,7 +220,10 @@ class Trainer {
                                                kDropoutStage),
                                   step_};
     outputs_ = Example{};
-    program_->forward(fwd, batch, outputs_);
+    {
+      TraceSpan span("forward", "step", step_);
+      program_->forward(fwd, batch, outputs_);
+    }
     const float loss = scalar_f32(outputs_, RAMJET_OUTPUT_LOSS, backend_name_);
     if (!std::isfinite(loss))
       throw RuntimeFailure("the loss became " + std::to_string(loss) + " at step " + std::to_string(step_ + 1) +
@@ -217,11 +233,15 @@ class Trainer {
     int32_t nonfinite = 0;
     const ramjet_backward_args bwd{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, loss_scale, micro_ > 0 ? 1 : 0,
                                    nullptr, nullptr, policy_ ? &nonfinite : nullptr};
-    program_->backward(bwd);
+    {
+      TraceSpan span("backward", "step", step_);
+      program_->backward(bwd);
+    }
     found_nonfinite_ = found_nonfinite_ || nonfinite != 0;
     if (++micro_ == cfg_.accumulate) update(loss_scale);
     const double step_s = seconds_since(start);
     epoch_compute_s_ += step_s;
+    compute_s_ += step_s;
     samples_ += n;
     ++epoch_steps_;
     progress_->step(epoch_, epoch_steps_, steps_per_epoch_, epoch_metrics_,
@@ -231,7 +251,10 @@ class Trainer {
   void update(float loss_scale) {
     if (strategy_ && world_ > 1) {
       // Mean over replicas of each replica's mean gradient: the gradient of the global batch.
+      const auto start = Clock::now();
+      TraceSpan span("all-reduce", "step", step_);
       for (auto& g : gradients().entries) strategy_->all_reduce(g.tensor->dl_tensor, RAMJET_REDUCE_MEAN);
+      communication_s_ += seconds_since(start);
     }
     float scale = 1.0f / (static_cast<float>(cfg_.accumulate) * loss_scale);
     if (cfg_.clip_norm > 0) {
@@ -244,11 +267,17 @@ class Trainer {
     const ramjet_update_args upd{sizeof(ramjet_update_args), RAMJET_ABI_VERSION, step_ + 1,
                                  static_cast<float>(schedule_->at(step_) * lr_scale_), scale};
     if (skip) ++skipped_updates_;
-    else program_->optimizer_update(upd);
+    else {
+      TraceSpan span("optimizer update", "step", step_);
+      program_->optimizer_update(upd);
+    }
     ++step_;
     micro_ = 0;
-    if (cfg_.checkpoint && cfg_.checkpoint->every_steps > 0 && step_ % cfg_.checkpoint->every_steps == 0)
+    if (cfg_.checkpoint && cfg_.checkpoint->every_steps > 0 && step_ % cfg_.checkpoint->every_steps == 0) {
+      const auto start = Clock::now();
       checkpoint(train_->state());
+      step_checkpoint_s_ += seconds_since(start);
+    }
   }
 
   double gradient_norm() {
@@ -272,6 +301,7 @@ class Trainer {
 
   std::optional<Evaluation> evaluate() {
     if (!plan_.eval_data) return std::nullopt;
+    TraceSpan span("evaluate", "step", step_);
     InputPipeline eval(*plan_.eval_data, registry_, plan_.seed);
     return evaluate_program(*program_, plan_.graph->ir, eval, plan_.seed);
   }
@@ -322,6 +352,7 @@ class Trainer {
   // Rank 0 writes everything a resumed run needs to end exactly as this one would, best weights included.
   void checkpoint(const PipelineState& resume_at) {
     if (!cfg_.checkpoint || rank_ != 0) return;
+    TraceSpan span("checkpoint", "step", step_);
     Checkpoint c;
     c.step = step_;
     c.pipeline = resume_at;
@@ -360,6 +391,10 @@ class Trainer {
     t["wall_s"] = wall;
     t["samples_per_s"] = wall > 0 ? static_cast<double>(samples_) / wall : 0.0;
     t["input_wait_fraction"] = wall > 0 ? train_->input_wait_s() / wall : 0.0;
+    const StepTimes times{wall, train_->input_wait_s(), compute_s_ - communication_s_ - step_checkpoint_s_,
+                          communication_s_};
+    // The pipeline as it ran: the manifest's words, with the run's epochs.
+    t["verdict"] = step_verdict(times, train_->spec(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
     t["final_loss"] = history_.empty() ? epoch_metrics_.loss() : history_.back()["loss"].get<double>();
     if (!history_.empty() && history_.back().contains("accuracy")) t["final_accuracy"] = history_.back()["accuracy"];
     t["history"] = history_;
@@ -420,6 +455,9 @@ class Trainer {
 
   int64_t step_ = 0, epoch_ = 0, micro_ = 0, epoch_steps_ = 0, samples_ = 0, skipped_updates_ = 0;
   double lr_scale_ = 1.0, epoch_compute_s_ = 0;
+  // The whole run's, for the step-time breakdown: a step's time includes its all-reduce and any checkpoint it
+  // wrote, which the breakdown counts as communication and other.
+  double compute_s_ = 0, communication_s_ = 0, step_checkpoint_s_ = 0;
   bool stopped_early_ = false, found_nonfinite_ = false;
   nlohmann::json history_ = nlohmann::json::array();
   Metrics epoch_metrics_, last_train_;

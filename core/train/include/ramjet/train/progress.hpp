@@ -33,6 +33,8 @@ class ProgressReporter {
   void summary(const nlohmann::json& report);
 
  private:
+  // The step-time breakdown, the input-bound verdict and its advice (train.verdict of the report).
+  void verdict(const nlohmann::json& v);
   std::ostream* out_;
   bool terminal_;
   int64_t epochs_;
