@@ -126,7 +126,8 @@ class JsonField {
     object();
     for (const char* key : required)
       if (!value_.contains(key)) throw reader_.error(pointer_ + "/" + key, "missing");
-    for (const auto& [key, v] : value_.items()) {
+    for (const auto& item : value_.items()) {
+      const std::string& key = item.key();  // a named reference, not a structured binding: clang 14 cannot capture those
       const auto is = [&](const char* k) { return key == k; };
       if (std::none_of(required.begin(), required.end(), is) && std::none_of(optional.begin(), optional.end(), is))
         throw reader_.error(pointer_ + "/" + shortened(key, 40), "unknown field");
