@@ -4,12 +4,12 @@
 #include "ramjet/data/example_io.hpp"
 #include "ramjet/plugin/failure.hpp"
 #include "ramjet/plugin/log.hpp"
+#include "ramjet/plugin/machine_limits.hpp"
 #include "ramjet/plugin/seeds.hpp"
 #include "ramjet/plugin/trace.hpp"
 
 #include <glob.h>
 
-#include <thread>
 
 namespace ramjet::core {
 
@@ -111,8 +111,7 @@ InputPipeline::InputPipeline(PipelineSpec spec, PluginRegistry& registry, uint64
   SequencerConfig sc{spec_.epochs, spec_.take, spec_.shuffle, spec_.shard_count, spec_.shard_index, run_seed};
   sequencer_ = std::make_unique<Sequencer>(sc, random_access_count, std::move(reader), cache_.get());
 
-  const int cpu = static_cast<int>(spec_.cpu_budget > 0 ? spec_.cpu_budget
-                                                         : std::max(1u, std::thread::hardware_concurrency()));
+  const int cpu = spec_.cpu_budget > 0 ? static_cast<int>(spec_.cpu_budget) : cpu_count();
   AutotuneLimits limits;
   limits.tune_parallelism = spec_.parallelism == 0;
   limits.tune_prefetch = spec_.prefetch < 0;

@@ -7,10 +7,9 @@
 
 namespace ramjet::core {
 
-int64_t max_threads() {
-  const int64_t cpus = std::max<unsigned>(1, std::thread::hardware_concurrency());
-  return std::max<int64_t>(64, 4 * cpus);
-}
+int cpu_count() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+
+int64_t max_threads() { return std::max<int64_t>(64, 4 * int64_t{cpu_count()}); }
 
 int64_t physical_memory_bytes() {
   static const int64_t bytes = [] {
@@ -22,7 +21,7 @@ int64_t physical_memory_bytes() {
 
 std::string max_threads_explained() {
   return std::to_string(max_threads()) + " (4 per CPU of this machine's " +
-         std::to_string(std::max<unsigned>(1, std::thread::hardware_concurrency())) + ", at least 64)";
+         std::to_string(cpu_count()) + ", at least 64)";
 }
 
 }  // namespace ramjet::core

@@ -4,6 +4,7 @@
 #include "ramjet/plugin/backend.hpp"
 #include "ramjet/plugin/failure.hpp"
 #include "ramjet/plugin/log.hpp"
+#include "ramjet/plugin/machine_limits.hpp"
 #include "ramjet/plugin/model_components.hpp"
 #include "ramjet/plugin/seeds.hpp"
 #include "ramjet/plugin/trace.hpp"
@@ -17,7 +18,6 @@
 #include <chrono>
 #include <cmath>
 #include <optional>
-#include <thread>
 
 namespace ramjet::core {
 namespace {
@@ -394,7 +394,7 @@ class Trainer {
     const StepTimes times{wall, train_->input_wait_s(), compute_s_ - communication_s_ - step_checkpoint_s_,
                           communication_s_};
     // The pipeline as it ran: the manifest's words, with the run's epochs.
-    t["verdict"] = step_verdict(times, train_->spec(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+    t["verdict"] = step_verdict(times, train_->spec(), cpu_count());
     t["final_loss"] = history_.empty() ? epoch_metrics_.loss() : history_.back()["loss"].get<double>();
     if (!history_.empty() && history_.back().contains("accuracy")) t["final_accuracy"] = history_.back()["accuracy"];
     t["history"] = history_;

@@ -8,6 +8,9 @@
 
 namespace ramjet::core {
 
+// The CPUs this process may run on (at least 1): the one reading of it, for limits, autotuning and advice.
+int cpu_count();
+
 // The most threads any one setting may ask for (train.threads, parallelism, eval --threads): 4 per CPU this
 // machine has, and never fewer than 64.
 int64_t max_threads();
