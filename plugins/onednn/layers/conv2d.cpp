@@ -8,9 +8,12 @@
 #include "registry.hpp"
 
 #include <algorithm>
+#include <string_view>
 
 namespace onednn {
 namespace {
+
+bool is_reference(const dnnl::primitive_desc_base& pd) { return std::string_view(pd.impl_info_str()).starts_with("ref"); }
 
 class Conv2D : public WeightedLayer {
  public:
@@ -53,14 +56,30 @@ class Conv2D : public WeightedLayer {
     b.use_scratchpad(pd, fwd_args_);
     if (!b.backward()) return;
 
-    const dnnl::convolution_backward_weights::primitive_desc wpd(
-        {dnnl::algorithm::convolution_direct, pd.src_desc(), diff_wei_any, bias_md, pd.dst_desc(), strides, dilates,
-         pad_l, pad_r},
-        b.attr(), b.engine(), pd);
+    auto weights_pd = [&](const md& src) {
+      return dnnl::convolution_backward_weights::primitive_desc(
+          {dnnl::algorithm::convolution_direct, src, diff_wei_any, bias_md, pd.dst_desc(), strides, dilates, pad_l,
+           pad_r},
+          b.attr(), b.engine(), pd);
+    };
+    // oneDNN 2.6 on AVX2 has no JIT backward-weights kernel for a one-channel input in the layout the forward
+    // picked, and falls back to its reference kernel, 40 times slower than the rest of an MNIST model's step.
+    // Letting it choose the input's layout and reordering the input once per step (one image channel) keeps
+    // every kernel JIT.
+    dnnl::convolution_backward_weights::primitive_desc wpd = weights_pd(pd.src_desc());
+    dnnl::memory weights_src = in_.mem();
+    if (is_reference(wpd)) {
+      const auto chosen = weights_pd(src_any);
+      if (!is_reference(chosen) && chosen.src_desc() != pd.src_desc()) {
+        wpd = chosen;
+        weights_src = dnnl::memory(wpd.src_desc(), b.engine());
+        bwd_weights_src_ = Relayout(in_.mem(), weights_src);
+      }
+    }
     bwd_weights_ = dnnl::convolution_backward_weights(wpd);
     kernel_grad_ = GradSink(b, kernel, keras_kernel, wpd.diff_weights_desc());
     if (bias) bias_grad_ = GradSink(b, *bias, bias_md, wpd.diff_bias_desc());
-    bwd_weights_args_ = {{DNNL_ARG_SRC, in_.mem()}};
+    bwd_weights_args_ = {{DNNL_ARG_SRC, weights_src}};
     b.use_scratchpad(wpd, bwd_weights_args_);
 
     if (!in_.needs_grad()) return;  // e.g. the first layer: no one wants d loss / d image

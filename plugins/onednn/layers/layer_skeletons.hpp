@@ -47,6 +47,7 @@ class WeightedLayer : public Layer {
     bwd_weights_args_[DNNL_ARG_DIFF_DST] = diff;
     bwd_weights_args_[DNNL_ARG_DIFF_WEIGHTS] = kernel_grad_.target(exec);
     if (bias_grad_) bwd_weights_args_[DNNL_ARG_DIFF_BIAS] = bias_grad_.target(exec);
+    bwd_weights_src_.run(exec);
     exec.run(bwd_weights_, bwd_weights_args_);
     kernel_grad_.commit(exec);
     if (bias_grad_) bias_grad_.commit(exec);
@@ -65,6 +66,8 @@ class WeightedLayer : public Layer {
   PostActivation act_;
   WeightsView kernel_;
   GradSink kernel_grad_, bias_grad_;
+  // The input in the backward-weights primitive's layout, when that differs from the forward's (conv2d only).
+  Relayout bwd_weights_src_;
   dnnl::primitive fwd_, bwd_weights_, bwd_data_;
   Args fwd_args_, bwd_weights_args_, bwd_data_args_;
 };

@@ -1,0 +1,35 @@
+// Which oneDNN kernels a training step runs on this CPU. oneDNN silently falls back to its reference kernels
+// (plain C++ loops, tens of times slower) when no JIT kernel accepts a primitive's layouts; a fallback costs far
+// more than any tuning wins, and nothing but ONEDNN_VERBOSE shows it. The Keras tutorial CNN (a one-channel first
+// convolution, pooling, dense layers) trains in float32 here, on every CPU the suite runs on.
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+using namespace ramjet::test;
+
+TEST(OnednnKernels, TheTutorialCnnTrainsOnJitKernelsOnly) {
+  TempDir dir;
+  // The example as shipped, trained briefly, without the int8 export (a different question).
+  auto manifest = nlohmann::json::parse(read_file(source_dir() / "examples/fashion_mnist/train.json"));
+  manifest.erase("export");
+  manifest["train"]["checkpoint"]["dir"] = (dir / "checkpoints").string();
+  write_file(dir / "train.json", manifest.dump());
+  const auto r = run("env ONEDNN_VERBOSE=1 RAMJET_PLUGIN_PATH=" + quote(stock_plugin_dir().string()) + " " +
+                     quote(host_binary().string()) + " run " + quote((dir / "train.json").string()) +
+                     " --quiet --set /train/precision=float32 --set /train/epochs=1 --set /data/train/take=256"
+                     " --set /data/eval/take=256");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream lines(r.output);
+  std::string line, reference;
+  int executed = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("onednn_verbose,", 0) != 0 || line.find(",exec,") == std::string::npos) continue;
+    ++executed;
+    if (line.find(",ref:") != std::string::npos) reference += line + "\n";
+  }
+  EXPECT_GT(executed, 20) << "ONEDNN_VERBOSE printed no executions; the check saw nothing:\n" << r.output;
+  EXPECT_EQ(reference, "") << "primitives on oneDNN's reference kernels";
+}
