@@ -106,6 +106,9 @@ TEST(ReportPage, OneSeriesPerRunPerCurveAndSpeedUpsFromSamplesPerSecond) {
   EXPECT_EQ(count(page, "class=\"segment\""), 3u);
   EXPECT_NE(page.find("moderately input-bound"), std::string::npos);
   EXPECT_NE(page.find("0.75"), std::string::npos) << "test accuracy";
+  EXPECT_EQ(page.find("trained identically"), std::string::npos) << "their losses differ";
+  const std::string twins = render_report_page({runs[0], {"again", runs[0].run}});
+  EXPECT_NE(twins.find("trained identically"), std::string::npos);
 }
 
 TEST(ReportPage, EveryStringFromAFileIsEscaped) {
@@ -181,6 +184,37 @@ TEST(RunReportReader, RefusalsNameTheFileAndThePointer) {
   nlohmann::json diverged = full_report(1);
   diverged["train"]["history"][2]["loss"] = nullptr;
   EXPECT_FALSE(run_report_from_json(diverged, "r.json").history[2].loss.has_value());
+}
+
+// Every value of a real-shaped report replaced, one at a time, by each kind of JSON value (extremes included): the
+// reader accepts it or refuses it with InvalidInput naming the place, and whatever it accepts renders into a page
+// with no "nan" or "inf" in its coordinates. Nothing else may come out (a crash, another exception).
+TEST(RunReportReader, AnyValueAnywhereIsAcceptedOrRefusedCleanly) {
+  const nlohmann::json base = full_report(100.0);
+  const nlohmann::json replacements = {nullptr, true, "text", -1, 0, 1e308, -1e308, 9223372036854775807LL,
+                                       18446744073709551615ULL, 1.5, nlohmann::json::array(), nlohmann::json::object()};
+  int accepted = 0, refused = 0;
+  const nlohmann::json leaves = base.flatten();  // {"/train/wall_s": 12.5, ...}
+  for (auto leaf = leaves.begin(); leaf != leaves.end(); ++leaf) {
+    const std::string& pointer = leaf.key();
+    for (const auto& replacement : replacements) {
+      nlohmann::json hostile = base;
+      hostile[nlohmann::json::json_pointer(pointer)] = replacement;
+      try {
+        const RunReport r = run_report_from_json(hostile, "h.json");
+        const std::string page = render_report_page({{"a", r}, {"b", run_report_from_json(base, "b.json")}});
+        ++accepted;
+        EXPECT_EQ(page.find("=\"nan"), std::string::npos) << pointer << " = " << replacement.dump();
+        EXPECT_EQ(page.find("=\"inf"), std::string::npos) << pointer << " = " << replacement.dump();
+        EXPECT_EQ(page.find("=\"-nan"), std::string::npos) << pointer << " = " << replacement.dump();
+      } catch (const InvalidInput& e) {
+        ++refused;
+        EXPECT_EQ(std::string(e.what()).rfind("h.json#/", 0), 0u) << e.what();
+      }
+    }
+  }
+  EXPECT_GT(accepted, 50);
+  EXPECT_GT(refused, 50);
 }
 
 TEST(RunReportReader, FilesAndLabels) {

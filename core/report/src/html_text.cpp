@@ -43,7 +43,7 @@ std::string format_number(double value, int significant) {
 }
 
 std::string format_seconds(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return format_number(seconds) + " s";
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > 1e9) return format_number(seconds, 3) + " s";
   char text[64];
   if (seconds < 60) return format_number(seconds, 3) + " s";
   const auto whole = static_cast<long long>(std::llround(seconds));

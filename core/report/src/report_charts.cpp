@@ -1,5 +1,6 @@
 #include "report_charts.hpp"
 
+#include <algorithm>
 #include <optional>
 
 namespace ramjet::core {
@@ -7,8 +8,15 @@ namespace {
 
 using Metric = std::optional<double> EpochRecord::*;
 
-Series curve(const LabelledRun& r, size_t index, Metric metric, const std::string& chart, bool validation) {
+// Runs of one model with one seed often train identically (a staircase changes only speed): the first run's line
+// is the widest and each later one narrower, drawn on top, so a covered line still shows as a coloured edge.
+double stroke_width(size_t index, size_t runs) {
+  return std::min(2.0 + 1.6 * static_cast<double>(runs - 1 - index), 7.0);
+}
+
+Series curve(const LabelledRun& r, size_t index, size_t runs, Metric metric, const std::string& chart, bool validation) {
   Series s;
+  s.width = stroke_width(index, runs);
   s.name = r.label + (validation ? " · validation" : " · training");
   s.color = run_color(index);
   s.dashed = validation;
@@ -19,8 +27,8 @@ Series curve(const LabelledRun& r, size_t index, Metric metric, const std::strin
 }
 
 // A curve that has no training/validation pair (learning rate, throughput): named by the run alone.
-Series single_curve(const LabelledRun& r, size_t index, Metric metric, const std::string& chart) {
-  Series s = curve(r, index, metric, chart, false);
+Series single_curve(const LabelledRun& r, size_t index, size_t runs, Metric metric, const std::string& chart) {
+  Series s = curve(r, index, runs, metric, chart, false);
   s.name = r.label;
   s.key = chart + "/" + std::to_string(index);
   return s;
@@ -34,12 +42,12 @@ std::vector<LineChart> history_charts(const std::vector<LabelledRun>& runs) {
   LineChart lr{"Learning rate (end of epoch)", "epoch", "learning rate", {}, true, true};
   LineChart speed{"Samples/s per epoch", "epoch", "samples/s", {}, true, true};
   for (size_t i = 0; i < runs.size(); ++i) {
-    loss.series.push_back(curve(runs[i], i, &EpochRecord::loss, "loss", false));
-    loss.series.push_back(curve(runs[i], i, &EpochRecord::val_loss, "loss", true));
-    accuracy.series.push_back(curve(runs[i], i, &EpochRecord::accuracy, "accuracy", false));
-    accuracy.series.push_back(curve(runs[i], i, &EpochRecord::val_accuracy, "accuracy", true));
-    lr.series.push_back(single_curve(runs[i], i, &EpochRecord::lr, "lr"));
-    speed.series.push_back(single_curve(runs[i], i, &EpochRecord::samples_per_s, "samples_per_s"));
+    loss.series.push_back(curve(runs[i], i, runs.size(), &EpochRecord::loss, "loss", false));
+    loss.series.push_back(curve(runs[i], i, runs.size(), &EpochRecord::val_loss, "loss", true));
+    accuracy.series.push_back(curve(runs[i], i, runs.size(), &EpochRecord::accuracy, "accuracy", false));
+    accuracy.series.push_back(curve(runs[i], i, runs.size(), &EpochRecord::val_accuracy, "accuracy", true));
+    lr.series.push_back(single_curve(runs[i], i, runs.size(), &EpochRecord::lr, "lr"));
+    speed.series.push_back(single_curve(runs[i], i, runs.size(), &EpochRecord::samples_per_s, "samples_per_s"));
   }
   return {loss, accuracy, lr, speed};
 }

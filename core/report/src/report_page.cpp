@@ -5,6 +5,7 @@
 #include "report_charts.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 
@@ -28,6 +29,7 @@ table { border-collapse: collapse; width: 100%; }
 th, td { padding: 7px 8px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }
 table.summary td { font-size: 14px; }
 table.summary .badge { white-space: normal; }
+table.summary td:first-child { min-width: 170px; }
 th { font-size: 12px; color: var(--muted); font-weight: 600; text-transform: uppercase; letter-spacing: .03em; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 th.num { text-align: right; }
@@ -223,6 +225,23 @@ std::string run_card(const LabelledRun& lr, size_t index, double longest_wall) {
   return h;
 }
 
+// Runs of one model, seed and data that differ only in how fast they ran (the pipeline's settings, say) train
+// identically: their curves lie on top of each other, which the page says rather than leave a reader to wonder.
+bool trained_identically(const std::vector<LabelledRun>& runs) {
+  if (runs.size() < 2) return false;
+  const auto& first = runs.front().run.history;
+  for (const auto& r : runs) {
+    const auto& h = r.run.history;
+    if (h.size() != first.size() || h.empty()) return false;
+    for (size_t i = 0; i < h.size(); ++i) {
+      if (h[i].loss.has_value() != first[i].loss.has_value()) return false;
+      if (h[i].loss && std::fabs(*h[i].loss - *first[i].loss) > 1e-6 * std::max(1.0, std::fabs(*first[i].loss)))
+        return false;
+    }
+  }
+  return true;
+}
+
 std::string default_title(const std::vector<LabelledRun>& runs) {
   std::set<std::string> manifests;
   for (const auto& r : runs) manifests.insert(r.run.manifest);
@@ -264,7 +283,11 @@ std::string render_report_page(const std::vector<LabelledRun>& runs, const std::
   h += "<section id=\"curves\"><h2>Training curves</h2>\n<div class=\"charts\">\n";
   for (const auto& chart : history_charts(runs)) h += "<div class=\"card\">" + render_line_chart(chart) + "</div>\n";
   h += "</div>\n<p class=\"note\">Solid lines: training (mean over the epoch); dashed: validation on "
-       "<code>data.eval</code> after each epoch. Hover a point for its value.</p>\n</section>\n";
+       "<code>data.eval</code> after each epoch. Hover a point for its value.";
+  if (trained_identically(runs))
+    h += " The runs trained identically (the same loss every epoch): their loss and accuracy curves lie on top of "
+         "each other, the first run's line widest, and only their speed differs.";
+  h += "</p>\n</section>\n";
   h += "<section id=\"runs\"><h2>Runs</h2>\n<p class=\"note\">Each bar is the training loop's wall time on one scale "
        "for all runs: waiting for input, forward/backward/update, all-reduce, and the rest (evaluation, "
        "checkpoints). Input-bound: TensorFlow Profiler's thresholds, 5 % and 20 % of the time spent waiting.</p>\n"

@@ -18,7 +18,10 @@ constexpr int kLegendColumns = 2;
 constexpr size_t kLegendChars = 38;   // a legend cell is half the chart wide
 constexpr size_t kMaxMarkers = 60;    // beyond this many epochs the markers would hide the line
 
+// A coordinate. Absurd reports (values near the double's limits) can make one non-finite; "nan" in an SVG attribute
+// is a console error in a browser, so such a point lands on the axis instead.
 std::string num(double v) {
+  if (!std::isfinite(v) || std::fabs(v) > 1e7) v = std::isfinite(v) ? std::copysign(1e7, v) : 0;
   char text[32];
   std::snprintf(text, sizeof text, "%.2f", v);
   return text;
@@ -80,13 +83,26 @@ Range extent(const std::vector<const Series*>& series, bool x, bool from_zero) {
 
 }  // namespace
 
-std::vector<double> nice_ticks(double lo, double hi, int target) {
-  const double step = tick_step(hi - lo, target, false);
+namespace {
+
+// At least two finite ticks, whatever the data: round ones when the range allows, else its two ends.
+std::vector<double> ticks_covering(double lo, double hi, int target, bool integer) {
+  if (!std::isfinite(lo) || !std::isfinite(hi)) lo = 0, hi = 1;
+  if (hi < lo) std::swap(lo, hi);
   std::vector<double> ticks;
-  const double first = std::floor(lo / step + 1e-9) * step, last = std::ceil(hi / step - 1e-9) * step;
-  for (int i = 0; first + i * step <= last + step * 1e-6 && i < 100; ++i) ticks.push_back(first + i * step);
+  const double step = tick_step(hi - lo, target, integer);
+  if (std::isfinite(step) && step > 0) {
+    const double first = std::floor(lo / step + 1e-9) * step, last = std::ceil(hi / step - 1e-9) * step;
+    if (std::isfinite(first) && std::isfinite(last) && (last - first) / step <= 100)
+      for (int i = 0; first + i * step <= last + step * 1e-6; ++i) ticks.push_back(first + i * step);
+  }
+  if (ticks.size() < 2 || !(ticks.back() > ticks.front())) ticks = {lo, hi > lo ? hi : lo + 1};
   return ticks;
 }
+
+}  // namespace
+
+std::vector<double> nice_ticks(double lo, double hi, int target) { return ticks_covering(lo, hi, target, false); }
 
 std::string render_line_chart(const LineChart& chart) {
   std::vector<const Series*> drawn;
@@ -109,14 +125,10 @@ std::string render_line_chart(const LineChart& chart) {
 
   // Axes: round ticks, and the plot area spans exactly the first to the last tick.
   const Range xr = extent(drawn, true, false), yr = extent(drawn, false, chart.y_from_zero);
-  const double xstep = tick_step(xr.hi - xr.lo, 8, chart.integer_x);
-  std::vector<double> xticks;
-  const double xfirst = std::floor(xr.lo / xstep + 1e-9) * xstep, xlast = std::ceil(xr.hi / xstep - 1e-9) * xstep;
-  for (int i = 0; xfirst + i * xstep <= xlast + xstep * 1e-6 && i < 100; ++i) xticks.push_back(xfirst + i * xstep);
-  const std::vector<double> yticks = nice_ticks(yr.lo, yr.hi, 5);
-  const double xlo = xticks.front(), xhi = std::max(xticks.back(), xlo + xstep);
-  const double ylo = yticks.front(), yhi = std::max(yticks.back(), ylo + 1e-12);
-  const double ystep = yticks.size() > 1 ? yticks[1] - yticks[0] : 1;
+  const std::vector<double> xticks = ticks_covering(xr.lo, xr.hi, 8, chart.integer_x);
+  const std::vector<double> yticks = ticks_covering(yr.lo, yr.hi, 5, false);
+  const double xlo = xticks.front(), xhi = xticks.back(), xstep = xticks[1] - xticks[0];
+  const double ylo = yticks.front(), yhi = yticks.back(), ystep = yticks[1] - yticks[0];
   auto px = [&](double x) { return x0 + (x - xlo) / (xhi - xlo) * (x1 - x0); };
   auto py = [&](double y) { return y1 - (y - ylo) / (yhi - ylo) * (y1 - y0); };
 
@@ -144,7 +156,7 @@ std::string render_line_chart(const LineChart& chart) {
   for (const auto* s : drawn) {
     const std::string color = html_escape(s->color);
     svg += "<g class=\"run-series\">\n<polyline class=\"series\" data-series=\"" + html_escape(s->key) +
-           "\" fill=\"none\" stroke=\"" + color + "\" stroke-width=\"2.2\"" +
+           "\" fill=\"none\" stroke-linejoin=\"round\" stroke=\"" + color + "\" stroke-width=\"" + num(s->width) + "\"" +
            (s->dashed ? " stroke-dasharray=\"7 4\"" : "") + " points=\"";
     for (size_t i = 0; i < s->points.size(); ++i)
       svg += (i ? " " : "") + num(px(s->points[i].x)) + "," + num(py(s->points[i].y));
@@ -164,7 +176,7 @@ std::string render_line_chart(const LineChart& chart) {
     const double lx = x0 + static_cast<double>(i % kLegendColumns) * cell;
     const double ly = kPlotHeight + static_cast<double>(i / kLegendColumns) * kLegendRow + 4;
     svg += "<line x1=\"" + num(lx) + "\" x2=\"" + num(lx + 26) + "\" y1=\"" + num(ly) + "\" y2=\"" + num(ly) +
-           "\" stroke=\"" + html_escape(drawn[i]->color) + "\" stroke-width=\"2.5\"" +
+           "\" stroke=\"" + html_escape(drawn[i]->color) + "\" stroke-width=\"" + num(std::min(drawn[i]->width, 4.0)) + "\"" +
            (drawn[i]->dashed ? " stroke-dasharray=\"7 4\"" : "") + "/>\n";
     svg += "<text x=\"" + num(lx + 32) + "\" y=\"" + num(ly + 4) + "\">" +
            html_escape(shortened(drawn[i]->name, kLegendChars)) + "</text>\n";
@@ -180,7 +192,7 @@ std::string render_stacked_bar(const std::vector<BarSegment>& segments, double a
   if (!(axis_max > 0)) axis_max = total > 0 ? total : 1;
   const std::vector<double> ticks = nice_ticks(0, axis_max, 6);
   const double axis_end = std::max(ticks.back(), axis_max);
-  const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : axis_end;
+  const double step = ticks[1] - ticks[0];
   const double x0 = kLeftPad, x1 = kWidth - kRightPad;
   auto px = [&](double v) { return x0 + v / axis_end * (x1 - x0); };
   const double axis_y = kBarTop + kBarHeight + 4;

@@ -16,6 +16,7 @@ struct Series {
   std::string name;   // the legend's words
   std::string color;  // a CSS colour
   bool dashed = false;
+  double width = 2.2;  // stroke width: lines drawn first can be wider, so one that another covers still shows
   std::string key;    // data-series attribute, e.g. "loss/validation/1"
   std::vector<PlotPoint> points;
 };
