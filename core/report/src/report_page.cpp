@@ -197,10 +197,10 @@ std::string export_table(const ExportSummary& x) {
   return h + "</table>\n";
 }
 
-std::string run_card(const LabelledRun& lr, size_t index, double longest_wall) {
-  const RunReport& r = lr.run;
+std::string run_card(const LabelledRun& labelled, size_t index, double longest_wall) {
+  const RunReport& r = labelled.run;
   std::string h = "<article class=\"card run\" id=\"run-" + std::to_string(index + 1) + "\">\n<h3>" + swatch(index) +
-                  html_escape(lr.label) + " <span class=\"manifest\">" + html_escape(r.manifest) + "</span> " +
+                  html_escape(labelled.label) + " <span class=\"manifest\">" + html_escape(r.manifest) + "</span> " +
                   verdict_badge(r.verdict, false) + "</h3>\n";
   h += "<p class=\"meta\">" + run_settings(r, true) + " · " + format_number(r.samples_per_s) + " samples/s over " +
        format_seconds(r.wall_s) + " · report <code>" + html_escape(r.file.string()) + "</code></p>\n";
@@ -212,8 +212,8 @@ std::string run_card(const LabelledRun& lr, size_t index, double longest_wall) {
       for (const auto& a : r.verdict->advice) h += "<li>" + html_escape(a) + "</li>\n";
       h += "</ul>\n";
     } else {
-      h += "<p class=\"note\">No advice: the input pipeline kept up" +
-           std::string(r.verdict->input_bound == "not" ? "." : " as well as its settings allow.") + "</p>\n";
+      h += r.verdict->input_bound == "not" ? "<p class=\"note\">No advice: the input pipeline kept up.</p>\n"
+                                            : "<p class=\"note\">The report gives no advice.</p>\n";
     }
   } else {
     h += "<p class=\"note\">This report has no <code>train.verdict</code> (written by an older ramjet).</p>\n";
