@@ -3,6 +3,7 @@
 #include "ramjet/plugin/failure.hpp"
 #include "ramjet/plugin/json_text.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 
