@@ -41,6 +41,7 @@ TEST(HostCli, VersionAndHelp) {
   auto h = host("--help");
   EXPECT_EQ(h.exit_code, 0);
   contains(h.output, "validate MANIFEST");
+  contains(h.output, "report RUN.json... -o FILE");
   contains(h.output, "exit codes: 0 success, 2 bad usage or invalid input, 1 runtime failure");
 }
 
@@ -49,6 +50,8 @@ TEST(HostCli, BadUsageExitsTwo) {
   EXPECT_EQ(host("frobnicate").exit_code, 2);
   EXPECT_EQ(host("run").exit_code, 2);
   EXPECT_EQ(host("run a.json --no-such-flag").exit_code, 2);
+  EXPECT_EQ(host("report").exit_code, 2);
+  EXPECT_EQ(host("report a.json -o r.html --no-such-flag").exit_code, 2);
 }
 
 TEST(HostCli, PluginsJsonListsEveryFieldPerPlugin) {

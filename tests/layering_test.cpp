@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // Lowest first.
-const std::vector<std::string> kRooms = {"plugin", "data", "model", "plan", "train", "deploy", "run"};
+const std::vector<std::string> kRooms = {"plugin", "data", "model", "plan", "train", "deploy", "run", "report"};
 
 struct Include {
   fs::path file;
@@ -81,6 +81,22 @@ TEST(Layering, EveryCoreSourceLivesInARoom) {
     if (!entry.is_directory()) continue;
     EXPECT_GE(room_index(entry.path().filename().string()), 0) << entry.path() << " is not one of the rooms";
   }
+}
+
+// `report` sits above `run` in the list but reads reports as files: it needs the plugin room (errors, the strict
+// JSON reader, atomic files) and nothing between, so a change in training never breaks reading old reports.
+TEST(Layering, TheReportRoomUsesOnlyThePluginRoom) {
+  std::string violations;
+  int checked = 0;
+  for (const auto& inc : includes_under(fs::path(RAMJET_TEST_SOURCE_DIR) / "core" / "report")) {
+    const std::string target = room_of_header(inc.target);
+    if (target.empty()) continue;
+    ++checked;
+    if (target != "plugin" && target != "report")
+      violations += inc.file.string() + ":" + std::to_string(inc.line) + ": report includes " + inc.target + "\n";
+  }
+  EXPECT_GT(checked, 5) << "the scan must see the report room's includes";
+  EXPECT_TRUE(violations.empty()) << violations;
 }
 
 TEST(Layering, PluginsIncludeOnlyTheSdk) {

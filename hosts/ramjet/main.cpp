@@ -11,6 +11,7 @@
 #include "ramjet/plugin/plugin_listing.hpp"
 #include "ramjet/plugin/plugin_registry.hpp"
 #include "ramjet/plugin/trace.hpp"
+#include "ramjet/report/report_page.hpp"
 #include "ramjet/run/run.hpp"
 
 #include <boost/program_options.hpp>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -51,6 +53,8 @@ const char* kUsage =
     "  graph MANIFEST [--json] [--set P=V]...        show the model's layers, output shapes and parameters\n"
     "  pipeline MANIFEST [--name train|eval] [--report FILE] [--trace FILE] [--set P=V]...\n"
     "                                                iterate one input pipeline alone and report its throughput\n"
+    "  report RUN.json... -o FILE [--label NAME]... [--title TEXT]\n"
+    "                                                an HTML page of training runs' curves, speed-ups and verdicts\n"
     "\n"
     "environment: RAMJET_PLUGIN_PATH, RAMJET_PLUGINS_SELECT, RAMJET_PLUGINS_DISABLE, RAMJET_LOADER_DEBUG=1\n"
     "exit codes: 0 success, 2 bad usage or invalid input, 1 runtime failure\n";
@@ -220,6 +224,41 @@ int command_graph(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+// `ramjet report`: the reports of `ramjet run --report` as one HTML page; the first run is the speed-ups' baseline.
+int command_report(const std::vector<std::string>& args) {
+  po::options_description options("ramjet report RUN.json... -o FILE");
+  options.add_options()("help,h", "show this help")(
+      "runs", po::value<std::vector<std::string>>(), "reports of `ramjet run --report`; the first is the baseline")(
+      "output,o", po::value<std::string>(), "write the HTML page to FILE")(
+      "label", po::value<std::vector<std::string>>()->composing(),
+      "a short name per run, once per report in order (default: each report's file name without its extension)")(
+      "title", po::value<std::string>(), "the page's title (default: names the runs' manifest)");
+  po::positional_options_description positional;
+  positional.add("runs", -1);
+  const auto vm = parse(args, options, positional);
+  if (vm.count("help")) {
+    std::cout << options;
+    return kExitOk;
+  }
+  if (!vm.count("runs")) throw po::error("missing RUN.json: one or more reports of `ramjet run --report FILE`");
+  if (!vm.count("output")) throw po::error("missing --output FILE (-o FILE): where to write the HTML page");
+  const std::string output = vm["output"].as<std::string>();
+  std::vector<std::filesystem::path> files;
+  for (const auto& f : vm["runs"].as<std::vector<std::string>>()) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(f, output, ec))
+      throw InvalidInput("--output: " + output + " is one of the run reports; the page would replace it");
+    files.emplace_back(f);
+  }
+  refuse_unwritable(output, "--output");
+  const std::vector<std::string> labels =
+      vm.count("label") ? vm["label"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  const auto runs = read_labelled_runs(files, labels);
+  write_file_atomically(output, render_report_page(runs, vm.count("title") ? vm["title"].as<std::string>() : ""));
+  std::cout << output << ": " << runs.size() << (runs.size() == 1 ? " run\n" : " runs\n");
+  return kExitOk;
+}
+
 int dispatch(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -242,6 +281,7 @@ int dispatch(int argc, char** argv) {
   if (command == "pipeline") return command_running(rest, false);
   if (command == "graph") return command_graph(rest);
   if (command == "eval") return command_eval(rest);
+  if (command == "report") return command_report(rest);
   std::cerr << "ramjet: unknown command '" << command << "'\n" << kUsage;
   return kExitUsage;
 }
