@@ -333,8 +333,7 @@ class Trainer {
 
   void end_epoch() {
     // Throughput over the epoch's wall time, input waits included and evaluation excluded (what Keras's step
-    // timings measure).
-    // The wait is read first: every wait it counts lies inside the wall time read after it.
+    // timings measure). The input wait is read first, so every wait it counts lies inside that wall time.
     const double epoch_wait = train_->input_wait_s() - epoch_wait_start_;
     const double epoch_wall = seconds_since(epoch_start_);
     last_train_ = epoch_metrics_;
