@@ -59,7 +59,7 @@ EventFile::EventFile(const std::filesystem::path& folder) : messages_(std::make_
   // "x": never append to or replace another writer's file.
   do {
     path_ = folder / (stem + std::to_string(file_counter++) + ".v2");
-    file_ = std::fopen(path_.c_str(), "wbx");
+    file_.reset(std::fopen(path_.c_str(), "wbx"));
   } while (file_ == nullptr && errno == EEXIST);
   if (file_ == nullptr) throw RuntimeFailure("cannot create " + path_.string() + ": " + std::strerror(errno));
   auto& event = messages_->event;
@@ -69,9 +69,7 @@ EventFile::EventFile(const std::filesystem::path& folder) : messages_(std::make_
   flush();
 }
 
-EventFile::~EventFile() {
-  if (file_ != nullptr) std::fclose(file_);
-}
+EventFile::~EventFile() = default;
 
 void EventFile::scalars(int64_t step, std::string_view prefix, std::span<const Scalar> values) {
   auto& event = messages_->event;
@@ -98,14 +96,15 @@ void EventFile::write_record() {
   put_le(head, masked_crc32c(head), 4);
   std::string tail;
   put_le(tail, masked_crc32c(payload_), 4);
-  const bool written = std::fwrite(head.data(), 1, head.size(), file_) == head.size() &&
-                       std::fwrite(payload_.data(), 1, payload_.size(), file_) == payload_.size() &&
-                       std::fwrite(tail.data(), 1, tail.size(), file_) == tail.size();
+  std::FILE* f = file_.get();
+  const bool written = std::fwrite(head.data(), 1, head.size(), f) == head.size() &&
+                       std::fwrite(payload_.data(), 1, payload_.size(), f) == payload_.size() &&
+                       std::fwrite(tail.data(), 1, tail.size(), f) == tail.size();
   if (!written) throw RuntimeFailure("cannot write to " + path_.string() + ": " + std::strerror(errno));
 }
 
 void EventFile::flush() {
-  if (std::fflush(file_) != 0) throw RuntimeFailure("cannot write to " + path_.string() + ": " + std::strerror(errno));
+  if (std::fflush(file_.get()) != 0) throw RuntimeFailure("cannot write to " + path_.string() + ": " + std::strerror(errno));
 }
 
 TensorBoardWriter::TensorBoardWriter(const std::filesystem::path& dir, bool validation)

@@ -43,7 +43,10 @@ class EventFile {
   struct Messages;  // the protobuf messages, kept between events so a steady stream of them allocates nothing
   void write_record();
   std::filesystem::path path_;
-  std::FILE* file_ = nullptr;
+  struct CloseFile {
+    void operator()(std::FILE* f) const { std::fclose(f); }
+  };
+  std::unique_ptr<std::FILE, CloseFile> file_;
   std::unique_ptr<Messages> messages_;
   std::string payload_, tag_;
 };
