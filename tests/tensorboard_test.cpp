@@ -225,6 +225,28 @@ TEST(TensorBoard, TensorBoardReadsTheScalarsOfATrainingRun) {
   EXPECT_LT(lr[lr.size() - 1][1].get<double>(), 0.01);
 }
 
+TEST(TensorBoard, BatchScalarsComeAtOptimizerStepsWhenMicroBatchesAccumulate) {
+  if (auto why = tensorboard_missing()) GTEST_SKIP() << *why;
+  TempDir dir;
+  json doc = manifest(2);
+  doc["train"]["accumulate"] = 2;  // 8 micro-batches an epoch: 4 optimizer steps
+  write_file(dir / "m.json", doc.dump());
+  auto r = host("run " + quote((dir / "m.json").string()) + " --quiet --report " + quote((dir / "report.json").string()));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json report = json::parse(read_file(dir / "report.json"));
+  ASSERT_EQ(report["train"]["steps"], 8);
+  const json read = read_with_tensorboard(dir, {dir / "tb/train"});
+  const json& s = read[(dir / "tb/train").string()]["scalars"];
+  EXPECT_EQ(steps_of(s["batch_loss"]), one_to(1, 8));
+  // Each step's loss is the mean of its two equal micro-batches, so an epoch's four average to its loss.
+  for (size_t epoch = 0; epoch < 2; ++epoch) {
+    double sum = 0;
+    for (size_t i = 0; i < 4; ++i) sum += s["batch_loss"][epoch * 4 + i][1].get<double>();
+    const double loss = report["train"]["history"][epoch]["loss"];
+    EXPECT_NEAR(sum / 4, loss, 1e-5 * loss) << "epoch " << epoch + 1;
+  }
+}
+
 TEST(TensorBoard, AResumedRunAddsAFileWhoseStepsContinue) {
   if (auto why = tensorboard_missing()) GTEST_SKIP() << *why;
   TempDir dir;
