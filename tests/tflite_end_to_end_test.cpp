@@ -70,13 +70,6 @@ double agreement(const std::vector<int32_t>& a, const std::vector<int32_t>& b, s
   return static_cast<double>(same) / static_cast<double>(count);
 }
 
-std::string venv_python() {
-  const char* venv = std::getenv("RAMJET_VENV");
-  const char* home = std::getenv("HOME");
-  const std::filesystem::path dir = venv ? venv : std::filesystem::path(home ? home : "/root") / ".cache/ramjet/venv";
-  return (dir / "bin/python").string();
-}
-
 class TfliteEndToEnd : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -145,7 +138,7 @@ TEST_F(TfliteEndToEnd, ExportReportsAccuraciesAndASmallFile) {
 }
 
 TEST_F(TfliteEndToEnd, LiteRTAgreesWithRamjetsInt8Inference) {
-  const std::string python = venv_python();
+  const std::string python = venv_python().string();
   if (run(quote(python) + " -c 'import ai_edge_litert.interpreter'").exit_code != 0)
     GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << python << "; `./dev test` installs it";
   const auto litert = predict(python, "litert", 0);

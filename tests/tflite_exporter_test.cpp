@@ -376,17 +376,10 @@ TEST(TfliteExporter, AFailedExportLeavesNoFile) {
 
 // ---- LiteRT runs what was written -------------------------------------------------------------------------
 
-fs::path litert_python() {
-  const char* venv = std::getenv("RAMJET_VENV");
-  const char* home = std::getenv("HOME");
-  const fs::path root = venv ? fs::path(venv) : fs::path(home ? home : "/root") / ".cache/ramjet/venv";
-  return root / "bin/python";
-}
-
 // Why a LiteRT test skips.
 std::string litert_missing() {
   std::ostringstream why;
-  why << "LiteRT (ai-edge-litert) is not installed in " << litert_python() << "; ./dev bench installs it";
+  why << "LiteRT (ai-edge-litert) is not installed in " << ramjet::test::venv_python() << "; ./dev bench installs it";
   return why.str();
 }
 
@@ -394,7 +387,7 @@ std::string litert_missing() {
 // {"input_dtype", "output_shape", "output"}; skips the test when LiteRT is not installed.
 std::optional<json> run_litert(const fs::path& model, const std::vector<double>& input, int batch,
                                const ramjet::test::TempDir& tmp) {
-  const fs::path python = litert_python();
+  const fs::path python = ramjet::test::venv_python();
   if (!fs::exists(python) || ramjet::test::run(ramjet::test::quote(python.string()) +
                                                " -c 'import ai_edge_litert.interpreter'").exit_code != 0)
     return std::nullopt;

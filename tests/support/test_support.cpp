@@ -78,6 +78,13 @@ nlohmann::json plugin_manifest(const std::string& name, const fs::path& library,
           {"abi", {{"min", abi_min}, {"max", abi_max}}}, {"library", library.string()}, {"provides", provides}};
 }
 
+fs::path venv_python() {
+  const char* venv = std::getenv("RAMJET_VENV");
+  const char* home = std::getenv("HOME");
+  const fs::path root = venv ? fs::path(venv) : fs::path(home ? home : "/root") / ".cache/ramjet/venv";
+  return root / "bin/python";
+}
+
 fs::path fashion_mnist(const std::string& file) { return fs::path("/usr/share/datasets/fashion-mnist") / file; }
 
 }  // namespace ramjet::test

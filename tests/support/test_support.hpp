@@ -48,6 +48,10 @@ std::vector<fs::path> shipped_plugins();
 nlohmann::json plugin_manifest(const std::string& name, const fs::path& library, const nlohmann::json& provides,
                                int abi_min = 1, int abi_max = 1);
 
+// The Python of the tests' readers (LiteRT, TensorBoard): ${RAMJET_VENV:-$HOME/.cache/ramjet/venv}/bin/python, where
+// `./dev test` installs them. It may be missing: a test that needs it skips, saying so.
+fs::path venv_python();
+
 // Fashion-MNIST from Debian's dataset-fashion-mnist (./dev installs it).
 fs::path fashion_mnist(const std::string& file);
 

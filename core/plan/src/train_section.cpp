@@ -36,6 +36,12 @@ const Fields& train_fields() {
                                              Field::boolean("restore_best_weights")}),
       Field::object("checkpoint", Fields{Field::string("dir").required(), Field::integer("every_steps").at_least(0),
                                          Field::integer("keep").at_least(1)}),
+      Field::string("tensorboard")
+          .doc("a folder for TensorBoard event files (train/ and validation/ under it)")
+          .rule([](const json& v) -> std::optional<std::string> {
+            if (!v.get<std::string>().empty()) return std::nullopt;
+            return "must name a folder, got an empty string";
+          }),
       Field::integer("threads").at_least(0).rule([](const json& v) -> std::optional<std::string> {
         if (v.get<int64_t>() <= max_threads()) return std::nullopt;
         return "must be at most " + max_threads_explained() + ", got " + v.dump();
@@ -160,6 +166,7 @@ std::optional<TrainConfig> read_train(const json& t, SectionReader& reader, uint
     cc.keep = k.value("keep", cc.keep);
     c.checkpoint = cc;
   }
+  if (t.contains("tensorboard")) c.tensorboard = reader.origin().resolve(t["tensorboard"].get<std::string>());
   return c;
 }
 

@@ -12,6 +12,7 @@
 #include "ramjet/train/evaluation.hpp"
 #include "ramjet/train/lr_schedule.hpp"
 #include "ramjet/train/progress.hpp"
+#include "ramjet/train/tensorboard_writer.hpp"
 #include "ramjet/train/training_callbacks.hpp"
 #include "ramjet/train/verdict.hpp"
 
@@ -71,6 +72,7 @@ class Trainer {
     {
       TraceSpan span("setup");
       create_components();
+      open_tensorboard();
     }
     {
       TraceSpan span("compile");
@@ -83,6 +85,7 @@ class Trainer {
     }
     broadcast_parameters();
     loop();
+    if (tensorboard_) tensorboard_->flush();  // a write that fails here fails the run, not a destructor silently
     if (early_ && early_->restore_best() && !best_parameters_.entries.empty())
       program_->set_state(RAMJET_STATE_PARAMETERS, best_parameters_);
     return report();
@@ -111,6 +114,17 @@ class Trainer {
     if (cfg_.early_stopping) {
       const auto& e = *cfg_.early_stopping;
       early_.emplace(Monitor::of(e.monitor.metric, e.monitor.min_delta), e.patience, e.restore_best_weights);
+    }
+  }
+
+  // Before any training: a folder that cannot be written is the manifest's problem (exit 2), named with its pointer.
+  // Only rank 0 logs, as only rank 0 checkpoints.
+  void open_tensorboard() {
+    if (!cfg_.tensorboard || rank_ != 0) return;
+    try {
+      tensorboard_ = std::make_unique<TensorBoardWriter>(*cfg_.tensorboard, plan_.eval_data.has_value());
+    } catch (const RuntimeFailure& e) {
+      throw InvalidInput(plan_.origin.where("/train/tensorboard") + ": " + e.what());
     }
   }
 
@@ -196,6 +210,7 @@ class Trainer {
     progress_ = &progress;
     epoch_ = train_->state().epoch;
     run_start_ = epoch_start_ = Clock::now();
+    epoch_wait_start_ = train_->input_wait_s();
     while (!stopped_early_) {
       std::optional<Example> batch = train_->next_batch();
       if (!batch) break;
@@ -229,6 +244,8 @@ class Trainer {
       throw RuntimeFailure("the loss became " + std::to_string(loss) + " at step " + std::to_string(step_ + 1) +
                            " (lower the learning rate, or clip gradients with train.clip_norm)");
     epoch_metrics_.add(loss, scalar_count(outputs_, RAMJET_OUTPUT_CORRECT), n);
+    step_loss_sum_ += static_cast<double>(loss) * static_cast<double>(n);
+    step_samples_ += n;
     const float loss_scale = policy_ ? policy_->loss_scale() : 1.0f;
     int32_t nonfinite = 0;
     const ramjet_backward_args bwd{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, loss_scale, micro_ > 0 ? 1 : 0,
@@ -273,6 +290,14 @@ class Trainer {
     }
     ++step_;
     micro_ = 0;
+    if (tensorboard_) {
+      // The step's loss over its micro-batches, weighted by their samples as the epoch's loss is.
+      const Scalar scalars[] = {{"loss", step_samples_ > 0 ? step_loss_sum_ / static_cast<double>(step_samples_) : 0.0},
+                                {"learning_rate", upd.learning_rate}};
+      tensorboard_->batch(step_, scalars);
+    }
+    step_loss_sum_ = 0;
+    step_samples_ = 0;
     if (cfg_.checkpoint && cfg_.checkpoint->every_steps > 0 && step_ % cfg_.checkpoint->every_steps == 0) {
       const auto start = Clock::now();
       checkpoint(train_->state());
@@ -308,7 +333,8 @@ class Trainer {
 
   void end_epoch() {
     // Throughput over the epoch's wall time, input waits included and evaluation excluded (what Keras's step
-    // timings measure).
+    // timings measure). The input wait is read first, so every wait it counts lies inside that wall time.
+    const double epoch_wait = train_->input_wait_s() - epoch_wait_start_;
     const double epoch_wall = seconds_since(epoch_start_);
     last_train_ = epoch_metrics_;
     last_eval_ = evaluate();
@@ -323,6 +349,7 @@ class Trainer {
     if (last_train_.has_accuracy) h["accuracy"] = last_train_.accuracy();
     if (last_eval_) h["val_loss"] = last_eval_->loss.value_or(0.0), h["val_accuracy"] = last_eval_->accuracy;
     history_.push_back(h);
+    log_epoch(h, epoch_wall > 0 ? epoch_wait / epoch_wall : 0.0);
     progress_->epoch(h, epoch_steps_, seconds_since(epoch_start_));
     apply_callbacks(lr_now);
     // An epoch ends when the next epoch's first batch has arrived but is not trained yet: the checkpoint resumes
@@ -332,6 +359,23 @@ class Trainer {
     epoch_compute_s_ = 0;
     epoch_steps_ = 0;
     epoch_start_ = Clock::now();
+    epoch_wait_start_ = train_->input_wait_s();
+  }
+
+  // The epoch's TensorBoard scalars are the history entry's own numbers.
+  void log_epoch(const nlohmann::json& h, double input_wait_fraction) {
+    if (!tensorboard_) return;
+    std::vector<Scalar> train = {{"loss", h["loss"].get<double>()},
+                                 {"learning_rate", h["lr"].get<double>()},
+                                 {"samples_per_s", h["samples_per_s"].get<double>()},
+                                 {"input_wait_fraction", input_wait_fraction}};
+    if (h.contains("accuracy")) train.push_back({"accuracy", h["accuracy"].get<double>()});
+    std::vector<Scalar> validation;
+    if (last_eval_) {
+      if (last_eval_->loss) validation.push_back({"loss", h["val_loss"].get<double>()});
+      validation.push_back({"accuracy", h["val_accuracy"].get<double>()});
+    }
+    tensorboard_->epoch(h["epoch"].get<int64_t>(), train, validation);
   }
 
   void apply_callbacks(double lr_now) {
@@ -447,6 +491,7 @@ class Trainer {
   std::optional<ReduceLrOnPlateau> plateau_;
   std::optional<EarlyStopping> early_;
   std::optional<Example> gradient_views_;
+  std::unique_ptr<TensorBoardWriter> tensorboard_;  // rank 0, with train.tensorboard
   std::string backend_name_;
   std::ostream* progress_out_ = nullptr;
   ProgressReporter* progress_ = nullptr;
@@ -455,6 +500,9 @@ class Trainer {
 
   int64_t step_ = 0, epoch_ = 0, micro_ = 0, epoch_steps_ = 0, samples_ = 0, skipped_updates_ = 0;
   double lr_scale_ = 1.0, epoch_compute_s_ = 0;
+  // The optimizer step's loss (for TensorBoard), and the pipeline's input wait when the epoch began.
+  double step_loss_sum_ = 0, epoch_wait_start_ = 0;
+  int64_t step_samples_ = 0;
   // The whole run's, for the step-time breakdown: a step's time includes its all-reduce and any checkpoint it
   // wrote, which the breakdown counts as communication and other.
   double compute_s_ = 0, communication_s_ = 0, step_checkpoint_s_ = 0;

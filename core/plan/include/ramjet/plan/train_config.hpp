@@ -82,6 +82,8 @@ struct TrainConfig {
   std::optional<ReduceLrOnPlateauConfig> reduce_lr_on_plateau;
   std::optional<EarlyStoppingConfig> early_stopping;
   std::optional<CheckpointConfig> checkpoint;
+  // TensorBoard event files go to train/ and validation/ under it; resolved against the manifest's folder.
+  std::optional<std::filesystem::path> tensorboard;
   int64_t threads = 0;      // backend threads; 0: its default
 
   std::string precision_name() const { return precision ? precision->type() : "float32"; }
