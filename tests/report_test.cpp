@@ -6,7 +6,7 @@
 #include "ramjet/report/html_text.hpp"
 #include "ramjet/report/report_page.hpp"
 #include "ramjet/report/svg_plot.hpp"
-#include "test_support.hpp"
+#include "small_run.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,11 +18,6 @@ using namespace ramjet::test;
 
 namespace {
 
-size_t count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
-  return n;
-}
 
 nlohmann::json epoch(int e, double loss, double lr, double speed) {
   return {{"epoch", e}, {"loss", loss}, {"lr", lr}, {"samples_per_s", speed}, {"wall_s", 1.0}, {"elapsed_s", e * 1.0}};
@@ -92,18 +87,18 @@ TEST(ReportPage, OneSeriesPerRunPerCurveAndSpeedUpsFromSamplesPerSecond) {
   const std::string page = render_report_page(runs);
   // The full run: loss and accuracy, each training and validation, learning rate, samples/s = 6 series. The bare
   // run: training loss, learning rate, samples/s = 3.
-  EXPECT_EQ(count(page, "class=\"series\""), 9u);
+  EXPECT_EQ(count_occurrences(page, "class=\"series\""), 9u);
   for (const char* key : {"loss/training/0", "loss/validation/0", "accuracy/training/0", "accuracy/validation/0",
                           "lr/0", "samples_per_s/0", "loss/training/1", "lr/1", "samples_per_s/1"})
-    EXPECT_EQ(count(page, std::string("data-series=\"") + key + "\""), 1u) << key;
-  EXPECT_EQ(count(page, "data-series=\"loss/validation/1\""), 0u) << "no eval data, no validation curve";
+    EXPECT_EQ(count_occurrences(page, std::string("data-series=\"") + key + "\""), 1u) << key;
+  EXPECT_EQ(count_occurrences(page, "data-series=\"loss/validation/1\""), 0u) << "no eval data, no validation curve";
   // The table: one row per run, the baseline first, the second 250/100 = 2.50 times as fast.
-  EXPECT_EQ(count(page, "<tr class=\"run-row\">"), 2u);
+  EXPECT_EQ(count_occurrences(page, "<tr class=\"run-row\">"), 2u);
   EXPECT_NE(page.find("1.00×<br><span class=\"meta\">(baseline)</span>"), std::string::npos);
   EXPECT_NE(page.find(">2.50×<"), std::string::npos);
   EXPECT_LT(page.find("id=\"summary\""), page.find("id=\"curves\"")) << "the summary comes first";
   // The step-time breakdown of the run that has a verdict: its non-zero parts, one segment each.
-  EXPECT_EQ(count(page, "class=\"segment\""), 3u);
+  EXPECT_EQ(count_occurrences(page, "class=\"segment\""), 3u);
   EXPECT_NE(page.find("moderately input-bound"), std::string::npos);
   EXPECT_NE(page.find("0.75"), std::string::npos) << "test accuracy";
   EXPECT_EQ(page.find("trained identically"), std::string::npos) << "their losses differ";
@@ -139,8 +134,8 @@ TEST(ReportPage, ChartsWithoutValuesSaySoAndFlatCurvesStillDraw) {
   nlohmann::json one_epoch = bare_report(50.0);
   one_epoch["train"]["history"] = {epoch(1, 0.7, 0.001, 50.0)};
   const std::string page = render_report_page({{"a", run_report_from_json(one_epoch, "a.json")}});
-  EXPECT_EQ(count(page, "class=\"series\""), 3u);
-  EXPECT_EQ(count(page, "not measured in these runs"), 1u) << "accuracy: no run measured it";
+  EXPECT_EQ(count_occurrences(page, "class=\"series\""), 3u);
+  EXPECT_EQ(count_occurrences(page, "not measured in these runs"), 1u) << "accuracy: no run measured it";
   EXPECT_EQ(page.find("NaN"), std::string::npos);
   EXPECT_EQ(page.find("inf\""), std::string::npos);
 }
@@ -242,47 +237,16 @@ TEST(RunReportReader, FilesAndLabels) {
 
 namespace {
 
-// The host with the stock plugins and the linear fixture backend (fast: a few seconds of training per run).
-CommandResult host(const std::string& args) {
-  const std::string path = fixture_dir("linear_backend").string() + ":" + stock_plugin_dir().string();
-  return run("env RAMJET_PLUGIN_PATH=" + quote(path) + " " + quote(host_binary().string()) + " " + args);
-}
-
-nlohmann::json idx_source(const char* images, const char* labels) {
-  return {{"type", "idx"},
-          {"images", fashion_mnist(images).string()},
-          {"labels", fashion_mnist(labels).string()},
-          {"num_classes", 10}};
-}
+CommandResult host(const std::string& args) { return host_with_fixtures(args); }
 
 // A softmax regression on 512 Fashion-MNIST images for 3 epochs, evaluated on 256 after each: what differs
 // between the two runs is the pipeline (serial and uncached, or parallel and cached), as in a staircase report.
 nlohmann::json short_run(bool fast_pipeline) {
-  const nlohmann::json normalize = {{{"type", "normalize"}, {"scale", 1.0 / 255}}};
-  nlohmann::json train = {{"source", idx_source("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")},
-                          {"map", normalize},
-                          {"take", 512},
-                          {"shuffle", 512},
-                          {"batch", 32}};
-  if (fast_pipeline) train["cache"] = "memory";
-  else train["parallelism"] = 1;
-  return {{"seed", 5},
-          {"data",
-           {{"train", train},
-            {"eval",
-             {{"source", idx_source("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")},
-              {"map", normalize},
-              {"take", 256},
-              {"batch", 128}}}}},
-          {"model",
-           {{"input", {{"image", {28, 28, 1}}}},
-            {"layers", {{{"type", "flatten"}}, {{"type", "dense"}, {"units", 10}}}},
-            {"loss", {{"type", "sparse_softmax_cross_entropy"}}}}},
-          {"train",
-           {{"backend", "linear"},
-            {"optimizer", {{"type", "sgd"}, {"learning_rate", 0.05}}},
-            {"schedule", {{"type", "cosine"}}},
-            {"epochs", 3}}}};
+  auto m = small_run_manifest({.seed = 5, .train_take = 512, .eval_take = 256, .eval_batch = 128, .epochs = 3});
+  m["train"]["schedule"] = {{"type", "cosine"}};
+  if (fast_pipeline) m["data"]["train"]["cache"] = "memory";
+  else m["data"]["train"]["parallelism"] = 1;
+  return m;
 }
 
 struct Browser {
@@ -354,10 +318,10 @@ TEST(ReportChromium, AReportOfTwoRealRunsRendersWithEveryCurveAndTheComparison) 
   const std::regex series(R"(<polyline class="series")");
   const auto found = std::distance(std::sregex_iterator(b.dom.begin(), b.dom.end(), series), std::sregex_iterator());
   EXPECT_EQ(found, 2 * 6) << b.dom.substr(0, 2000);
-  EXPECT_EQ(count(b.dom, "<tr class=\"run-row\">"), 2u);
+  EXPECT_EQ(count_occurrences(b.dom, "<tr class=\"run-row\">"), 2u);
   EXPECT_NE(b.dom.find("(baseline)"), std::string::npos);
   EXPECT_TRUE(std::regex_search(b.dom, std::regex(R"(class="num speedup">\d+\.\d\d×<)"))) << "the second run's speed-up";
-  EXPECT_GE(count(b.dom, "class=\"segment\""), 2u) << "step-time breakdown bars";
+  EXPECT_GE(count_occurrences(b.dom, "class=\"segment\""), 2u) << "step-time breakdown bars";
   EXPECT_NE(b.dom.find(">serial<"), std::string::npos) << "runs are named after their report files";
 }
 

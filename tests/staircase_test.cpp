@@ -6,16 +6,6 @@
 
 using namespace ramjet::test;
 
-namespace {
-
-size_t count(const std::string& text, const std::string& needle) {
-  size_t n = 0;
-  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
-  return n;
-}
-
-}  // namespace
-
 TEST(Staircase, OneCommandRunsEveryStepAndWritesTheComparison) {
   TempDir dir;
   const fs::path out = dir / "staircase";
@@ -39,7 +29,7 @@ TEST(Staircase, OneCommandRunsEveryStepAndWritesTheComparison) {
   ASSERT_GE(ran, 2u);
   const std::string page = read_file(out / "staircase.html");
   // Loss and accuracy (training and validation), learning rate and samples/s: six series per run.
-  EXPECT_EQ(count(page, "class=\"series\""), 6 * ran) << page.substr(0, 2000);
+  EXPECT_EQ(count_occurrences(page, "class=\"series\""), 6 * ran) << page.substr(0, 2000);
   EXPECT_NE(page.find("plain"), std::string::npos);
   EXPECT_NE(page.find("pipeline"), std::string::npos);
 }

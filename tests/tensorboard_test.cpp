@@ -2,7 +2,7 @@
 // record reader, from the tests' venv) loads, with the scalars Keras's callback writes and the report's numbers; a
 // resumed run adds a file whose steps continue; bad settings are refused with the file, pointer and path.
 #include "ramjet/train/tensorboard_writer.hpp"
-#include "test_support.hpp"
+#include "small_run.hpp"
 
 #include <gtest/gtest.h>
 
@@ -17,46 +17,15 @@ using nlohmann::json;
 
 namespace {
 
-CommandResult host(const std::string& args) {
-  const std::string path = fixture_dir("linear_backend").string() + ":" + fixture_dir("mirror_fixture").string() + ":" +
-                           stock_plugin_dir().string();
-  return run("env RAMJET_PLUGIN_PATH=" + quote(path) + " " + quote(host_binary().string()) + " " + args);
-}
-
-json idx_source(const char* images, const char* labels) {
-  return {{"type", "idx"},
-          {"images", fashion_mnist(images).string()},
-          {"labels", fashion_mnist(labels).string()},
-          {"num_classes", 10}};
-}
+CommandResult host(const std::string& args) { return host_with_fixtures(args); }
 
 // 256 examples in batches of 32: 8 optimizer steps an epoch, every batch full. A cosine schedule makes each step's
 // learning rate differ. `tensorboard` is relative: it resolves against the manifest's folder.
 json manifest(int64_t epochs, const json& tensorboard = "tb") {
-  const json normalize = {{{"type", "normalize"}, {"scale", 1.0 / 255}}};
-  return {{"seed", 3},
-          {"data",
-           {{"train",
-             {{"source", idx_source("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")},
-              {"map", normalize},
-              {"take", 256},
-              {"shuffle", 256},
-              {"batch", 32}}},
-            {"eval",
-             {{"source", idx_source("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")},
-              {"map", normalize},
-              {"take", 128},
-              {"batch", 64}}}}},
-          {"model",
-           {{"input", {{"image", {28, 28, 1}}}},
-            {"layers", {{{"type", "flatten"}}, {{"type", "dense"}, {"units", 10}}}},
-            {"loss", {{"type", "sparse_softmax_cross_entropy"}}}}},
-          {"train",
-           {{"backend", "linear"},
-            {"optimizer", {{"type", "sgd"}, {"learning_rate", 0.05}}},
-            {"schedule", {{"type", "cosine"}}},
-            {"epochs", epochs},
-            {"tensorboard", tensorboard}}}};
+  auto m = small_run_manifest({.seed = 3, .epochs = epochs});
+  m["train"]["schedule"] = {{"type", "cosine"}};
+  m["train"]["tensorboard"] = tensorboard;
+  return m;
 }
 
 // TensorBoard's reader over each path (a folder or one event file): {"<path>": {"scalars": {tag: [[step, value]]},

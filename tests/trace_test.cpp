@@ -2,7 +2,7 @@
 // with the phases, timestamps, thread names and process track the format needs, the main thread's spans cover
 // the run, and an unwritable destination is refused before any work.
 #include "ramjet/plugin/trace.hpp"
-#include "test_support.hpp"
+#include "small_run.hpp"
 
 #include <gtest/gtest.h>
 
@@ -15,44 +15,14 @@ using namespace ramjet::test;
 
 namespace {
 
-CommandResult host(const std::string& args) {
-  const std::string path = fixture_dir("linear_backend").string() + ":" + stock_plugin_dir().string();
-  return run("env RAMJET_PLUGIN_PATH=" + quote(path) + " " + quote(host_binary().string()) + " " + args);
-}
-
-nlohmann::json idx_source(const char* images, const char* labels) {
-  return {{"type", "idx"},
-          {"images", fashion_mnist(images).string()},
-          {"labels", fashion_mnist(labels).string()},
-          {"num_classes", 10}};
-}
-
-// Two epochs of a small model with evaluation and checkpoints: every kind of span the trainer records.
+// Two epochs with evaluation and checkpoints: every kind of span the trainer records.
 nlohmann::json traced_manifest(const fs::path& checkpoints) {
-  const nlohmann::json normalize = {{{"type", "normalize"}, {"scale", 1.0 / 255}}};
-  return {{"seed", 7},
-          {"data",
-           {{"train",
-             {{"source", idx_source("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")},
-              {"map", normalize},
-              {"take", 1024},
-              {"shuffle", 1024},
-              {"batch", 32}}},
-            {"eval",
-             {{"source", idx_source("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")},
-              {"map", normalize},
-              {"take", 256},
-              {"batch", 128}}}}},
-          {"model",
-           {{"input", {{"image", {28, 28, 1}}}},
-            {"layers", {{{"type", "flatten"}}, {{"type", "dense"}, {"units", 10}}}},
-            {"loss", {{"type", "sparse_softmax_cross_entropy"}}}}},
-          {"train",
-           {{"backend", "linear"},
-            {"optimizer", {{"type", "sgd"}, {"learning_rate", 0.05}}},
-            {"epochs", 2},
-            {"checkpoint", {{"dir", checkpoints.string()}, {"every_steps", 16}}}}}};
+  auto m = small_run_manifest({.train_take = 1024, .eval_take = 256, .eval_batch = 128});
+  m["train"]["checkpoint"] = {{"dir", checkpoints.string()}, {"every_steps", 16}};
+  return m;
 }
+
+CommandResult host(const std::string& args) { return host_with_fixtures(args); }
 
 struct Interval {
   double begin, end;

@@ -85,6 +85,12 @@ fs::path venv_python() {
   return root / "bin/python";
 }
 
+size_t count_occurrences(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + needle.size())) ++n;
+  return n;
+}
+
 fs::path fashion_mnist(const std::string& file) { return fs::path("/usr/share/datasets/fashion-mnist") / file; }
 
 }  // namespace ramjet::test

@@ -52,6 +52,9 @@ nlohmann::json plugin_manifest(const std::string& name, const fs::path& library,
 // `./dev test` installs them. It may be missing: a test that needs it skips, saying so.
 fs::path venv_python();
 
+// How many times `needle` occurs in `text`, without overlaps.
+size_t count_occurrences(const std::string& text, const std::string& needle);
+
 // Fashion-MNIST from Debian's dataset-fashion-mnist (./dev installs it).
 fs::path fashion_mnist(const std::string& file);
 
