@@ -18,7 +18,6 @@ using namespace ramjet::test;
 
 namespace {
 
-
 nlohmann::json epoch(int e, double loss, double lr, double speed) {
   return {{"epoch", e}, {"loss", loss}, {"lr", lr}, {"samples_per_s", speed}, {"wall_s", 1.0}, {"elapsed_s", e * 1.0}};
 }
