@@ -98,11 +98,10 @@ class Trainer {
     rank_ = strategy_ ? strategy_->rank() : 0;
     world_ = strategy_ ? strategy_->world_size() : 1;
     progress_out_ = rank_ == 0 ? options_.progress : nullptr;
-    // The trainer owns the epochs: the training input repeats exactly as often. Mirrored training: each replica
-    // reads its own shard of every epoch.
+    // The trainer owns the epochs: the training input repeats exactly as often.
     PipelineSpec data = *plan_.train_data;
     data.epochs = cfg_.epochs;
-    if (world_ > 1) data.shard_count = world_, data.shard_index = rank_;
+    if (world_ > 1) split_across_replicas(data);
     train_.emplace(std::move(data), registry_, plan_.seed);
     if (cfg_.reduce_lr_on_plateau) {
       const auto& p = *cfg_.reduce_lr_on_plateau;
@@ -112,6 +111,27 @@ class Trainer {
       const auto& e = *cfg_.early_stopping;
       early_.emplace(Monitor::of(e.monitor.metric, e.monitor.min_delta), e.patience, e.restore_best_weights);
     }
+  }
+
+  // Data-parallel training (as tf.distribute does it): data.train.batch is the global batch, each replica takes
+  // batch / world of it from its own shard, and every shard holds the same number of elements, so every replica
+  // runs the same steps and meets the others at every all-reduce.
+  void split_across_replicas(PipelineSpec& data) {
+    if (data.shard_count > 1)
+      throw InvalidInput(plan_.origin.where(data.pointer + "/shard") + ": the strategy '" + cfg_.strategy_name() +
+                         "' shards the training data across its " + std::to_string(world_) +
+                         " replicas itself; remove the manifest's shard");
+    if (data.batch % world_ != 0)
+      throw InvalidInput(plan_.origin.where(data.pointer + "/batch") + ": the global batch " +
+                         std::to_string(data.batch) + " does not split evenly across " + std::to_string(world_) +
+                         " replicas (train.strategy's world size); use a multiple of " + std::to_string(world_));
+    global_batch_ = data.batch;
+    data.batch /= world_;
+    data.shard_count = world_;
+    data.shard_index = rank_;
+    data.even_shards = true;
+    // A file cache holds one shard: each replica keeps its own file.
+    if (data.cache && *data.cache != "memory") *data.cache += ".rank" + std::to_string(rank_);
   }
 
   void compile() {
@@ -217,7 +237,7 @@ class Trainer {
     const int64_t n = batch.entries.empty() ? 0 : batch.entries.front().tensor->dl_tensor.shape[0];
     const ramjet_forward_args fwd{sizeof(ramjet_forward_args), RAMJET_ABI_VERSION, 1, 0,
                                   element_seed(plan_.seed, static_cast<uint64_t>(step_), static_cast<uint64_t>(micro_),
-                                               kDropoutStage),
+                                               kDropoutStage + static_cast<uint64_t>(rank_)),
                                   step_};
     outputs_ = Example{};
     {
@@ -384,6 +404,8 @@ class Trainer {
     t["precision"] = cfg_.precision_name();
     t["strategy"] = cfg_.strategy_name();
     t["replicas"] = world_;
+    t["rank"] = rank_;
+    t["global_batch"] = world_ > 1 ? global_batch_ : train_->spec().batch;
     if (policy_) t["skipped_updates"] = skipped_updates_;
     t["backend"] = cfg_.backend.type();
     t["steps"] = step_;
@@ -451,6 +473,7 @@ class Trainer {
   std::ostream* progress_out_ = nullptr;
   ProgressReporter* progress_ = nullptr;
   int32_t rank_ = 0, world_ = 1;
+  int64_t global_batch_ = 0;
   int64_t steps_per_epoch_ = -1;
 
   int64_t step_ = 0, epoch_ = 0, micro_ = 0, epoch_steps_ = 0, samples_ = 0, skipped_updates_ = 0;

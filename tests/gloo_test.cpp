@@ -1,0 +1,247 @@
+// The gloo strategy end to end: real processes of the ramjet binary training one model together. Two ranks with
+// the global batch end where one rank with that batch ends; a rank killed or stopped mid-epoch makes the other
+// fail within a bound, naming the lost rank; bad words in train.strategy are refused before anything starts.
+#include "test_support.hpp"
+
+#include "ramjet/train/checkpoint.hpp"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <thread>
+
+namespace ramjet::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// One rank started by hand (no launcher, which would end the others itself), its output in a file.
+class RankProcess {
+ public:
+  RankProcess(const std::vector<std::string>& args, const std::vector<std::string>& env, const fs::path& log) {
+    std::vector<std::string> argv_text = {host_binary().string()};
+    argv_text.insert(argv_text.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_text) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_text = env;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      for (auto& e : env_text) ::putenv(e.data());
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+  ~RankProcess() {
+    if (!exited_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  // The exit code (128 + signal when killed), or nullopt when still running after `limit`.
+  std::optional<int> wait_for(std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    do {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(20ms);
+    } while (Clock::now() < deadline);
+    return std::nullopt;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+};
+
+class GlooTest : public ::testing::Test {
+ protected:
+  TempDir dir;
+
+  // Fashion-MNIST, a dense classifier, plain SGD: deterministic, and seconds to train on any CPU.
+  fs::path manifest(int64_t take, int64_t epochs, const nlohmann::json& strategy = nullptr) {
+    nlohmann::json doc = {
+        {"seed", 11},
+        {"data",
+         {{"train",
+           {{"source",
+             {{"type", "idx"},
+              {"images", fashion_mnist("train-images-idx3-ubyte.gz").string()},
+              {"labels", fashion_mnist("train-labels-idx1-ubyte.gz").string()}}},
+            {"map", {{{"type", "normalize"}, {"scale", 1.0 / 255}}}},
+            {"take", take},
+            {"batch", 64}}}}},
+        {"model",
+         {{"input", {{"image", {28, 28, 1}}}},
+          {"layers", {{{"type", "flatten"}}, {{"type", "dense"}, {"units", 32}, {"activation", "relu"}},
+                      {{"type", "dense"}, {"units", 10}}}},
+          {"loss", {{"type", "sparse_softmax_cross_entropy"}}}}},
+        {"train",
+         {{"optimizer", {{"type", "sgd"}, {"learning_rate", 0.05}}},
+          {"epochs", epochs},
+          {"threads", 1},
+          {"checkpoint", {{"dir", "ckpt"}}}}}};
+    if (!strategy.is_null()) doc["train"]["strategy"] = strategy;
+    const fs::path path = dir / "train.json";
+    write_file(path, doc.dump(2));
+    return path;
+  }
+
+  static core::Example parameters_in(const fs::path& checkpoint_dir) {
+    auto latest = core::latest_checkpoint(checkpoint_dir);
+    if (!latest) throw std::runtime_error("no checkpoint in " + checkpoint_dir.string());
+    return core::load_checkpoint(*latest).parameters;
+  }
+
+  static std::vector<std::string> rank_env(int rank, int world, int port) {
+    return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world), "MASTER_ADDR=127.0.0.1",
+            "MASTER_PORT=" + std::to_string(port), "OMP_NUM_THREADS=1"};
+  }
+
+  // Waits until rank 0 has trained at least one epoch (its first checkpoint exists): the run is mid-training.
+  static bool training_under_way(const fs::path& checkpoint_dir, std::chrono::seconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (Clock::now() < deadline) {
+      if (core::latest_checkpoint(checkpoint_dir)) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+};
+
+TEST_F(GlooTest, TwoRanksEndWhereOneRankWithTheGlobalBatchEnds) {
+  // 1024 examples, global batch 64: 16 steps per epoch, 96 steps in all.
+  const fs::path m = manifest(1024, 6);
+  const auto one = run(quote(host_binary().string()) + " run " + quote(m.string()) +
+                       " --quiet --set /train/checkpoint/dir=" + quote((dir / "one").string()) + " --report " +
+                       quote((dir / "one.json").string()));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const auto two = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2" +
+                       " --set /train/checkpoint/dir=" + quote((dir / "two").string()) + " --report " +
+                       quote((dir / "two.json").string()));
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  EXPECT_NE(two.output.find("[rank 0] "), std::string::npos) << two.output;
+  EXPECT_EQ(two.output.find("[rank 1] "), std::string::npos) << "only rank 0 prints:\n" << two.output;
+
+  const auto report = nlohmann::json::parse(read_file(dir / "two.json"));
+  EXPECT_EQ(report["train"]["strategy"], "gloo");
+  EXPECT_EQ(report["train"]["replicas"], 2);
+  EXPECT_EQ(report["train"]["global_batch"], 64);
+  EXPECT_EQ(report["train"]["steps"], 96);
+  EXPECT_EQ(nlohmann::json::parse(read_file(dir / "one.json"))["train"]["steps"], 96);
+
+  const core::Example a = parameters_in(dir / "one"), b = parameters_in(dir / "two");
+  ASSERT_EQ(a.entries.size(), b.entries.size());
+  double largest_change = 0;
+  for (const auto& entry : a.entries) {
+    const DLTensor& x = entry.tensor->dl_tensor;
+    const DLTensor* y = b.find(entry.name.c_str());
+    ASSERT_NE(y, nullptr) << entry.name;
+    ASSERT_EQ(core::element_count(x), core::element_count(*y));
+    const auto* p = static_cast<const float*>(x.data);
+    const auto* q = static_cast<const float*>(y->data);
+    for (int64_t i = 0; i < core::element_count(x); ++i) {
+      // float32 sums in another order: the mean of two half-batch means is not bit for bit the batch's mean.
+      ASSERT_NEAR(p[i], q[i], 1e-4 + 1e-3 * std::fabs(p[i])) << entry.name << "[" << i << "]";
+      largest_change = std::max(largest_change, static_cast<double>(std::fabs(p[i] - q[i])));
+    }
+  }
+  RecordProperty("largest_difference", std::to_string(largest_change));
+}
+
+TEST_F(GlooTest, KilledRankMakesTheOtherFailNamingIt) {
+  const fs::path m = manifest(1024, 100000, {{"type", "gloo"}, {"timeout_s", 30}});
+  const int port = free_port();
+  RankProcess r0({"run", m.string(), "--set", "/train/checkpoint/dir=" + (dir / "c").string()}, rank_env(0, 2, port),
+                 dir / "r0.log");
+  RankProcess r1({"run", m.string(), "--set", "/train/checkpoint/dir=" + (dir / "c").string()}, rank_env(1, 2, port),
+                 dir / "r1.log");
+  ASSERT_TRUE(training_under_way(dir / "c", 60s)) << read_file(dir / "r0.log") << read_file(dir / "r1.log");
+  ::kill(r1.pid(), SIGKILL);
+  const auto killed_at = Clock::now();
+  const auto code = r0.wait_for(10s);
+  ASSERT_TRUE(code.has_value()) << "rank 0 still runs 10 s after rank 1 was killed";
+  const double seconds = std::chrono::duration<double>(Clock::now() - killed_at).count();
+  const std::string log = read_file(dir / "r0.log");
+  EXPECT_EQ(*code, 1) << log;
+  EXPECT_NE(log.find("lost rank 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("all_reduce"), std::string::npos) << log;
+  RecordProperty("seconds_to_fail", std::to_string(seconds));
+}
+
+TEST_F(GlooTest, StoppedRankMakesTheOtherTimeOut) {
+  const fs::path m = manifest(1024, 100000, {{"type", "gloo"}, {"timeout_s", 2}, {"rendezvous", "file"},
+                                             {"dir", (dir / "store").string()}});
+  const std::vector<std::string> args = {"run", m.string(), "--set", "/train/checkpoint/dir=" + (dir / "c").string()};
+  RankProcess r0(args, {"RANK=0", "WORLD_SIZE=2", "OMP_NUM_THREADS=1"}, dir / "r0.log");
+  RankProcess r1(args, {"RANK=1", "WORLD_SIZE=2", "OMP_NUM_THREADS=1"}, dir / "r1.log");
+  ASSERT_TRUE(training_under_way(dir / "c", 60s)) << read_file(dir / "r0.log") << read_file(dir / "r1.log");
+  ::kill(r1.pid(), SIGSTOP);
+  const auto stopped_at = Clock::now();
+  const auto code = r0.wait_for(15s);
+  ASSERT_TRUE(code.has_value()) << "rank 0 still runs 15 s after rank 1 stopped (timeout_s 2)";
+  const double seconds = std::chrono::duration<double>(Clock::now() - stopped_at).count();
+  const std::string log = read_file(dir / "r0.log");
+  EXPECT_EQ(*code, 1) << log;
+  EXPECT_GE(seconds, 1.5) << log;
+  EXPECT_NE(log.find("timed out after 2 s"), std::string::npos) << log;
+  EXPECT_NE(log.find("rank 1"), std::string::npos) << log;
+  ::kill(r1.pid(), SIGKILL);
+}
+
+TEST_F(GlooTest, BadStrategyWordsAreRefusedBeforeAnyRankStarts) {
+  const fs::path m = manifest(256, 1, {{"type", "gloo"}, {"timeout_s", -1}, {"rendezvous", "pigeon"}, {"bogus", 1}});
+  const auto r = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("train.json#/train/strategy/timeout_s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("train.json#/train/strategy/rendezvous"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("train.json#/train/strategy/bogus"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[rank "), std::string::npos) << "no rank may start:\n" << r.output;
+
+  // The global batch must split evenly: 64 over 3 ranks does not.
+  const fs::path ok = manifest(256, 1);
+  const auto uneven = run(quote(host_binary().string()) + " run " + quote(ok.string()) + " --nproc 3");
+  EXPECT_EQ(uneven.exit_code, 2) << uneven.output;
+  EXPECT_NE(uneven.output.find("train.json#/data/train/batch: the global batch 64 does not split evenly across 3"),
+            std::string::npos)
+      << uneven.output;
+
+  // Without --nproc and without RANK/WORLD_SIZE, a gloo run says what is missing.
+  const auto alone = run("env -u RANK -u WORLD_SIZE " + quote(host_binary().string()) + " run " +
+                         quote(manifest(256, 1, "gloo").string()));
+  EXPECT_EQ(alone.exit_code, 2) << alone.output;
+  EXPECT_NE(alone.output.find("/train/strategy/world_size: not set"), std::string::npos) << alone.output;
+}
+
+}  // namespace
+}  // namespace ramjet::test
