@@ -84,6 +84,47 @@ class RankProcess {
   bool exited_ = false;
 };
 
+// The launcher's child that runs as `rank` (read from each child's environment), or -1.
+pid_t child_with_rank(pid_t launcher, int rank) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat;
+    try {
+      stat = read_file(entry.path() / "stat");
+    } catch (...) {
+      continue;
+    }
+    // "pid (comm) state ppid ...": the command may hold spaces, the last ')' ends it.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) != 2 || ppid != launcher) continue;
+    std::string environ;
+    try {
+      environ = read_file(entry.path() / "environ");
+    } catch (...) {
+      continue;
+    }
+    const std::string variable = "RANK=" + std::to_string(rank) + '\0';
+    if (environ.rfind(variable, 0) == 0 || environ.find('\0' + variable) != std::string::npos)
+      return static_cast<pid_t>(std::stol(name));
+  }
+  return -1;
+}
+
+bool same_bits(const core::Example& a, const core::Example& b) {
+  if (a.entries.size() != b.entries.size()) return false;
+  for (const auto& entry : a.entries) {
+    const DLTensor* other = b.find(entry.name.c_str());
+    if (other == nullptr || core::byte_size(*other) != core::byte_size(entry.tensor->dl_tensor) ||
+        std::memcmp(other->data, entry.tensor->dl_tensor.data, core::byte_size(*other)) != 0)
+      return false;
+  }
+  return true;
+}
+
 class GlooTest : public ::testing::Test {
  protected:
   TempDir dir;
@@ -217,6 +258,38 @@ TEST_F(GlooTest, StoppedRankMakesTheOtherTimeOut) {
   EXPECT_NE(log.find("timed out after 2 s"), std::string::npos) << log;
   EXPECT_NE(log.find("rank 1"), std::string::npos) << log;
   ::kill(r1.pid(), SIGKILL);
+}
+
+// The launcher ends the other ranks when one dies and exits with its code; --resume then finishes the job on two
+// ranks exactly where an uninterrupted two-rank run ends.
+TEST_F(GlooTest, LauncherStopsTheRestWhenOneRankDiesAndResumeFinishesTheJob) {
+  const fs::path m = manifest(1024, 40, {{"type", "gloo"}, {"timeout_s", 30}});
+  const auto whole = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2 --quiet --set " +
+                         "/train/checkpoint/dir=" + quote((dir / "whole").string()));
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+
+  RankProcess launcher({"run", m.string(), "--nproc", "2", "--set", "/train/checkpoint/dir=" + (dir / "part").string()},
+                       {}, dir / "launcher.log");
+  ASSERT_TRUE(training_under_way(dir / "part", 60s)) << read_file(dir / "launcher.log");
+  const pid_t rank1 = child_with_rank(launcher.pid(), 1);
+  const pid_t rank0 = child_with_rank(launcher.pid(), 0);
+  ASSERT_GT(rank1, 0);
+  ASSERT_GT(rank0, 0);
+  ::kill(rank1, SIGKILL);
+  const auto code = launcher.wait_for(10s);
+  ASSERT_TRUE(code.has_value()) << "the launcher still runs 10 s after rank 1 was killed";
+  const std::string log = read_file(dir / "launcher.log");
+  EXPECT_EQ(*code, 128 + SIGKILL) << log;
+  EXPECT_NE(log.find("ramjet: rank 1 was killed by signal 9"), std::string::npos) << log;
+  EXPECT_NE(log.find("[rank 0] ramjet: failed: "), std::string::npos) << log;
+  EXPECT_NE(::kill(rank0, 0), 0) << "rank 0 outlived its launcher";
+  EXPECT_FALSE(same_bits(parameters_in(dir / "part"), parameters_in(dir / "whole"))) << "killed after the end";
+
+  const auto resumed = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2 --resume" +
+                           " --quiet --set /train/checkpoint/dir=" + quote((dir / "part").string()));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_TRUE(same_bits(parameters_in(dir / "part"), parameters_in(dir / "whole")))
+      << "a resumed two-rank run ends bit for bit where the uninterrupted one does";
 }
 
 TEST_F(GlooTest, BadStrategyWordsAreRefusedBeforeAnyRankStarts) {

@@ -24,7 +24,9 @@ namespace ramjet::core {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-// How long the other ranks get to end after SIGTERM before SIGKILL.
+// After one rank fails the others usually fail on their own within moments (a lost peer is an error at once) and
+// say why: they get this long before SIGTERM, and then kTermGrace more before SIGKILL.
+constexpr auto kOwnEndGrace = std::chrono::seconds(2);
 constexpr auto kTermGrace = std::chrono::seconds(5);
 
 volatile sig_atomic_t g_interrupted = 0;
@@ -202,17 +204,19 @@ int launch_local_ranks(const LaunchOptions& o) {
 
   std::vector<Rank> ranks(static_cast<size_t>(o.nproc));
   std::optional<int> first_failure;
-  std::optional<Clock::time_point> terminating_since;
+  std::optional<Clock::time_point> terminating_since;  // when the ranks were told to end
+  bool terminated = false;                              // SIGTERM sent
   auto stop_others = [&] {
-    if (terminating_since) return;
-    terminating_since = Clock::now();
+    if (!terminating_since) terminating_since = Clock::now();
+  };
+  auto signal_running = [&](int signal) {
     for (auto& r : ranks)
-      if (r.running) ::kill(r.pid, SIGTERM);
+      if (r.running) ::kill(r.pid, signal);
   };
   try {
     for (int k = 0; k < o.nproc; ++k) start(ranks[static_cast<size_t>(k)], k, o, program, port, ::getpid());
   } catch (...) {
-    stop_others();
+    signal_running(SIGTERM);
     for (auto& r : ranks)
       if (r.running) ::waitpid(r.pid, nullptr, 0);
     ::sigaction(SIGINT, &old_int, nullptr);
@@ -257,10 +261,14 @@ int launch_local_ranks(const LaunchOptions& o) {
       write_out(STDERR_FILENO, std::string("ramjet: ") + strsignal(g_interrupted) + "; stopping every rank\n");
       if (!first_failure) first_failure = 128 + g_interrupted;
       stop_others();
+      signal_running(SIGTERM);  // asked to stop: no grace
+      terminated = true;
     }
-    if (terminating_since && Clock::now() - *terminating_since > kTermGrace)
-      for (auto& r : ranks)
-        if (r.running) ::kill(r.pid, SIGKILL);
+    if (terminating_since) {
+      const auto waited = Clock::now() - *terminating_since;
+      if (!terminated && waited > kOwnEndGrace) signal_running(SIGTERM), terminated = true;
+      if (waited > kOwnEndGrace + kTermGrace) signal_running(SIGKILL);
+    }
   }
   ::sigaction(SIGINT, &old_int, nullptr);
   ::sigaction(SIGTERM, &old_term, nullptr);
