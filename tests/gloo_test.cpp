@@ -292,6 +292,31 @@ TEST_F(GlooTest, LauncherStopsTheRestWhenOneRankDiesAndResumeFinishesTheJob) {
       << "a resumed two-rank run ends bit for bit where the uninterrupted one does";
 }
 
+// Ranks started with different manifests fail at once on every rank, naming what differs — no hang, no silent
+// averaging of unrelated gradients.
+TEST_F(GlooTest, RanksWithDifferentManifestsAreRefusedNamingTheDifference) {
+  const fs::path m = manifest(1024, 3, {{"type", "gloo"}, {"timeout_s", 30}});
+  const int port = free_port();
+  const auto start = Clock::now();
+  RankProcess r0({"run", m.string(), "--set", "/train/checkpoint/dir=" + (dir / "c").string()}, rank_env(0, 2, port),
+                 dir / "r0.log");
+  RankProcess r1({"run", m.string(), "--set", "/train/checkpoint/dir=" + (dir / "c").string(), "--set",
+                  "/data/train/batch=128"},
+                 rank_env(1, 2, port), dir / "r1.log");
+  const auto c0 = r0.wait_for(20s), c1 = r1.wait_for(20s);
+  ASSERT_TRUE(c0.has_value() && c1.has_value()) << "ranks that disagree must not hang";
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 20.0);
+  for (const auto& [code, log] : {std::pair{*c0, read_file(dir / "r0.log")}, std::pair{*c1, read_file(dir / "r1.log")}}) {
+    EXPECT_EQ(code, 2) << log;
+    EXPECT_NE(log.find("the ranks disagree on the global batch (data.train.batch): rank 1 differs from rank 0 "
+                       "(rank 0: 64"),
+              std::string::npos)
+        << log;
+  }
+  EXPECT_NE(read_file(dir / "r1.log").find("rank 1: 128)"), std::string::npos) << read_file(dir / "r1.log");
+  EXPECT_FALSE(core::latest_checkpoint(dir / "c").has_value()) << "nothing was trained";
+}
+
 TEST_F(GlooTest, BadStrategyWordsAreRefusedBeforeAnyRankStarts) {
   const fs::path m = manifest(256, 1, {{"type", "gloo"}, {"timeout_s", -1}, {"rendezvous", "pigeon"}, {"bogus", 1}});
   const auto r = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2");

@@ -133,9 +133,9 @@ GlooStrategy::~GlooStrategy() {
     if (auto* files = dynamic_cast<gloo::rendezvous::FileStore*>(store_.get()))
       for (const auto& path : files->getAllKeyFilePaths()) std::filesystem::remove(path, ignored_error_);
   }
-  if (stuck || failed) {
-    // A broken mesh: closing its connections could wait on the peer that broke it. The process is on its way
-    // out with an error; leave the context to the exit rather than risk a hang here.
+  if (stuck) {
+    // The queue thread is still inside gloo, using the context: leave both to the process's exit (it is on its way
+    // out with the error) rather than free what that thread still reads.
     pin_loaded_code();
     new std::shared_ptr<gloo::Context>(std::move(context_));  // intentionally never freed
   }

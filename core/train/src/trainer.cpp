@@ -14,6 +14,7 @@
 #include "ramjet/train/progress.hpp"
 #include "ramjet/train/training_callbacks.hpp"
 #include "ramjet/train/verdict.hpp"
+#include "replica_agreement.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -81,6 +82,7 @@ class Trainer {
       TraceSpan span("resume");
       resume();
     }
+    agree_with_other_replicas();
     broadcast_parameters();
     loop();
     if (early_ && early_->restore_best() && !best_parameters_.entries.empty())
@@ -199,6 +201,29 @@ class Trainer {
     if (at.epoch == cfg_.epochs)
       log(RAMJET_LOG_WARNING, "checkpoint", file.string() + " is from the end of the run: all " +
                                                 std::to_string(cfg_.epochs) + " epochs are done, nothing is left to train");
+  }
+
+  // Before the first collective on weights, every rank checks that all ranks are about to train the same thing.
+  void agree_with_other_replicas() {
+    if (!strategy_ || world_ < 2) return;
+    TraceSpan span("agreement");
+    std::string parameters;
+    for (const auto& g : gradients().entries) {
+      const DLTensor& t = g.tensor->dl_tensor;
+      parameters += g.name + " " + dtype_to_string(t.dtype);
+      for (int i = 0; i < t.ndim; ++i) parameters += " " + std::to_string(t.shape[i]);
+      parameters += "\n";
+    }
+    check_replicas_agree(*strategy_, rank_, world_,
+                         {{"the model (its graph)", agreement_hash(plan_.graph->ir.dump()), false},
+                          {"the trained parameters' names and shapes", agreement_hash(parameters), false},
+                          {"the global batch (data.train.batch)", global_batch_, true},
+                          {"the steps per epoch (the size of data.train, its take)", steps_per_epoch_, true},
+                          {"train.epochs", cfg_.epochs, true},
+                          {"train.accumulate", cfg_.accumulate, true},
+                          {"train.optimizer", agreement_hash(cfg_.optimizer.dump()), false},
+                          {"the seed", static_cast<int64_t>(plan_.seed), true},
+                          {"the step training starts from (--resume)", step_, true}});
   }
 
   // Every replica starts from rank 0's weights (after a resume too: they all read the same checkpoint, but the
