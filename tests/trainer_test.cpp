@@ -280,14 +280,15 @@ TEST_F(TrainerTest, MirroredStrategyBroadcastsReducesShardsAndOnlyRankZeroWrites
   EXPECT_EQ(report0["train"]["global_batch"], 64);
   EXPECT_EQ(report0["train"]["strategy"], "fake_mirror");
   EXPECT_EQ(calls0["broadcasts"], 1 + 2);          // the agreement check, then dense/kernel and dense/bias
-  EXPECT_EQ(calls0["all_reduces"], 1 + 16 * 2);    // the agreement check, every gradient at every update
+  // The agreement check, every gradient at every update, and each epoch's metrics.
+  EXPECT_EQ(calls0["all_reduces"], 1 + 16 * 2 + 2);
   EXPECT_EQ(calls0["means"], 16 * 2);
   EXPECT_NE(rank0_out.str().find("trained 16 steps"), std::string::npos);
   EXPECT_TRUE(latest_checkpoint(dir / "rank0").has_value());
 
   auto [report1, calls1] = run(1, "rank1", &rank1_out);
   EXPECT_EQ(report1["train"]["steps"], 16);
-  EXPECT_EQ(calls1["all_reduces"], 1 + 16 * 2);
+  EXPECT_EQ(calls1["all_reduces"], 1 + 16 * 2 + 2);
   EXPECT_EQ(rank1_out.str(), "") << "only rank 0 prints";
   EXPECT_FALSE(latest_checkpoint(dir / "rank1").has_value()) << "only rank 0 writes checkpoints";
 }

@@ -16,6 +16,7 @@
 #include "ramjet/train/verdict.hpp"
 #include "replica_agreement.hpp"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -355,6 +356,7 @@ class Trainer {
     // Throughput over the epoch's wall time, input waits included and evaluation excluded (what Keras's step
     // timings measure).
     const double epoch_wall = seconds_since(epoch_start_);
+    pool_metrics_across_replicas();
     last_train_ = epoch_metrics_;
     last_eval_ = evaluate();
     const double lr_now = schedule_->at(step_) * lr_scale_;
@@ -377,6 +379,22 @@ class Trainer {
     epoch_compute_s_ = 0;
     epoch_steps_ = 0;
     epoch_start_ = Clock::now();
+  }
+
+  // The epoch's loss, accuracy and samples over every replica's shard: what the history shows, and what callbacks
+  // watch — so every rank decides alike to lower the learning rate or stop early.
+  void pool_metrics_across_replicas() {
+    if (!strategy_ || world_ < 2) return;
+    TraceSpan span("all-reduce", "step", step_);
+    const std::array<int64_t, 1> three{3};
+    TensorPtr sums = make_tensor(DLDataType{kDLFloat, 64, 1}, three);
+    double* v = static_cast<double*>(sums->dl_tensor.data);
+    v[0] = epoch_metrics_.loss_sum, v[1] = static_cast<double>(epoch_metrics_.correct);
+    v[2] = static_cast<double>(epoch_metrics_.samples);
+    strategy_->all_reduce(sums->dl_tensor, RAMJET_REDUCE_SUM);
+    epoch_metrics_.loss_sum = v[0];
+    epoch_metrics_.correct = std::llround(v[1]);
+    epoch_metrics_.samples = std::llround(v[2]);
   }
 
   void apply_callbacks(double lr_now) {
