@@ -268,6 +268,12 @@ TEST_F(GlooTest, StoppedRankMakesTheOtherTimeOut) {
 // ranks exactly where an uninterrupted two-rank run ends.
 TEST_F(GlooTest, LauncherStopsTheRestWhenOneRankDiesAndResumeFinishesTheJob) {
   const fs::path m = manifest(1024, 40, {{"type", "gloo"}, {"timeout_s", 30}});
+  {
+    // Checkpoints mid-epoch too (16 steps per epoch), so a resume may start inside one.
+    auto doc = nlohmann::json::parse(read_file(m));
+    doc["train"]["checkpoint"]["every_steps"] = 5;
+    write_file(m, doc.dump(2));
+  }
   const auto whole = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2 --quiet --set " +
                          "/train/checkpoint/dir=" + quote((dir / "whole").string()));
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
@@ -288,12 +294,26 @@ TEST_F(GlooTest, LauncherStopsTheRestWhenOneRankDiesAndResumeFinishesTheJob) {
   EXPECT_NE(log.find("[rank 0] ramjet: failed: "), std::string::npos) << log;
   EXPECT_NE(::kill(rank0, 0), 0) << "rank 0 outlived its launcher";
   EXPECT_FALSE(same_bits(parameters_in(dir / "part"), parameters_in(dir / "whole"))) << "killed after the end";
+  fs::copy(dir / "part", dir / "part_one_rank");
 
   const auto resumed = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2 --resume" +
                            " --quiet --set /train/checkpoint/dir=" + quote((dir / "part").string()));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   EXPECT_TRUE(same_bits(parameters_in(dir / "part"), parameters_in(dir / "whole")))
       << "a resumed two-rank run ends bit for bit where the uninterrupted one does";
+
+  // The same checkpoint resumed by one rank with the same global batch ends there too, to float32 rounding.
+  const auto alone = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --resume --set " +
+                         "/train/strategy=single --set /train/checkpoint/dir=" + quote((dir / "part_one_rank").string()));
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_NE(alone.output.find("written by 2 ranks, resumed by 1"), std::string::npos) << alone.output;
+  const core::Example one = parameters_in(dir / "part_one_rank"), two = parameters_in(dir / "whole");
+  for (const auto& entry : one.entries) {
+    const auto* p = static_cast<const float*>(entry.tensor->dl_tensor.data);
+    const auto* q = static_cast<const float*>(two.find(entry.name.c_str())->data);
+    for (int64_t i = 0; i < core::element_count(entry.tensor->dl_tensor); ++i)
+      ASSERT_NEAR(p[i], q[i], 1e-4 + 1e-3 * std::fabs(q[i])) << entry.name << "[" << i << "]";
+  }
 }
 
 // Ranks started with different manifests fail at once on every rank, naming what differs — no hang, no silent

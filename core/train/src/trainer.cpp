@@ -161,6 +161,7 @@ class Trainer {
     }
     // Everything is checked before anything is restored: a refused checkpoint leaves the run untouched.
     Checkpoint c = load_checkpoint(*latest);
+    rescale_to_this_world(c, *latest);
     const Example optimizer_slots = program_->get_state(RAMJET_STATE_OPTIMIZER);
     check_checkpoint_fits(c, *latest, program_->get_state(RAMJET_STATE_PARAMETERS), &optimizer_slots);
     check_progress(c, *latest);
@@ -175,6 +176,21 @@ class Trainer {
     if (early_ && c.trainer.contains("early_stopping")) early_->restore(c.trainer["early_stopping"]);
     if (policy_ && c.trainer.contains("loss_scaler")) policy_->restore_state(from_hex(c.trainer["loss_scaler"]));
     best_parameters_ = std::move(c.best_parameters);
+  }
+
+  // A checkpoint counts its place in the epoch in elements of one rank's shard. Written by W ranks and resumed by
+  // this run's world, the same step has consumed the same global elements: position x W / world.
+  void rescale_to_this_world(Checkpoint& c, const std::filesystem::path& file) const {
+    const int64_t saved = c.trainer.value("replicas", int64_t{1});
+    if (saved == world_) return;
+    const int64_t consumed = c.pipeline.position * saved;
+    if (saved < 1 || consumed % world_ != 0)
+      throw InvalidInput(file.string() + ": checkpoint metadata /__metadata__/trainer/replicas: written by " +
+                         std::to_string(saved) + " ranks at position " + std::to_string(c.pipeline.position) +
+                         ", which " + std::to_string(world_) + " ranks cannot split evenly");
+    log(RAMJET_LOG_INFO, "checkpoint", "written by " + std::to_string(saved) + " ranks, resumed by " +
+                                           std::to_string(world_));
+    c.pipeline.position = consumed / world_;
   }
 
   // The checkpoint's place in this run: within its epochs, within an epoch's elements, within its steps (where
@@ -419,7 +435,7 @@ class Trainer {
     Checkpoint c;
     c.step = step_;
     c.pipeline = resume_at;
-    c.trainer = {{"lr_scale", lr_scale_}, {"history", history_}};
+    c.trainer = {{"lr_scale", lr_scale_}, {"history", history_}, {"replicas", world_}};
     if (plateau_) c.trainer["plateau"] = plateau_->state();
     if (early_) c.trainer["early_stopping"] = early_->state();
     if (policy_) c.trainer["loss_scaler"] = to_hex(policy_->save_state());
