@@ -199,6 +199,8 @@ TEST_F(GlooTest, TwoRanksEndWhereOneRankWithTheGlobalBatchEnds) {
   EXPECT_EQ(report["train"]["replicas"], 2);
   EXPECT_EQ(report["train"]["global_batch"], 64);
   EXPECT_EQ(report["train"]["steps"], 96);
+  EXPECT_DOUBLE_EQ(report["train"]["samples_per_s"].get<double>(),
+                   2 * report["train"]["samples_per_s_per_rank"].get<double>());
   const auto report_one = nlohmann::json::parse(read_file(dir / "one.json"));
   EXPECT_EQ(report_one["train"]["steps"], 96);
   // The epoch's loss is pooled over both ranks' shards: the whole batch's, as one rank sees it.

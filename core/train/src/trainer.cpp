@@ -470,7 +470,10 @@ class Trainer {
     t["steps"] = step_;
     t["epochs_run"] = history_.size();
     t["wall_s"] = wall;
-    t["samples_per_s"] = wall > 0 ? static_cast<double>(samples_) / wall : 0.0;
+    // Every rank trains as many samples as this one (even shards): the job's throughput is world times its own.
+    const double per_rank = wall > 0 ? static_cast<double>(samples_) / wall : 0.0;
+    t["samples_per_s"] = per_rank * world_;
+    if (world_ > 1) t["samples_per_s_per_rank"] = per_rank;
     t["input_wait_fraction"] = wall > 0 ? train_->input_wait_s() / wall : 0.0;
     const StepTimes times{wall, train_->input_wait_s(), compute_s_ - communication_s_ - step_checkpoint_s_,
                           communication_s_};
