@@ -3,6 +3,10 @@
 // fail within a bound, naming the lost rank; bad words in train.strategy are refused before anything starts.
 #include "test_support.hpp"
 
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/plugin/model_components.hpp"
+#include "ramjet/plugin/plugin_registry.hpp"
+#include "ramjet/plugin/tensor.hpp"
 #include "ramjet/train/checkpoint.hpp"
 
 #include <gtest/gtest.h>
@@ -18,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <array>
 #include <thread>
 
 namespace ramjet::test {
@@ -365,6 +370,128 @@ TEST_F(GlooTest, BadStrategyWordsAreRefusedBeforeAnyRankStarts) {
                          quote(manifest(256, 1, "gloo").string()));
   EXPECT_EQ(alone.exit_code, 2) << alone.output;
   EXPECT_NE(alone.output.find("/train/strategy/world_size: not set"), std::string::npos) << alone.output;
+}
+
+// ---- the plugin's collectives, two ranks in one process (a thread each) over a file store ----------------------
+
+class GlooCollectives : public ::testing::Test {
+ protected:
+  TempDir dir;
+  core::PluginRegistry registry{core::DiscoveryOptions{{stock_plugin_dir()}, {}, {}}};
+
+  std::unique_ptr<core::Strategy> make(int rank, double timeout_s) {
+    core::CreateArgs args;
+    args.config = {{"rank", rank}, {"world_size", 2}, {"rendezvous", "file"}, {"dir", (dir / "store").string()},
+                   {"timeout_s", timeout_s}};
+    args.where = "test.json#/train/strategy";
+    return std::make_unique<core::Strategy>(registry.component(RAMJET_KIND_STRATEGY, "gloo"), args);
+  }
+  // Runs `work(rank)` for ranks 0 and 1 at once; an exception on either fails the test with its message.
+  template <class Work>
+  static void on_two_ranks(Work work) {
+    auto guarded = [&](int rank) {
+      try {
+        work(rank);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "rank " << rank << ": " << e.what();
+      }
+    };
+    std::thread other(guarded, 1);
+    guarded(0);
+    other.join();
+  }
+  template <class T>
+  static core::TensorPtr tensor(DLDataType dtype, std::vector<T> values) {
+    const std::array<int64_t, 1> shape{static_cast<int64_t>(values.size())};
+    core::TensorPtr t = core::make_tensor(dtype, shape);
+    std::memcpy(t->dl_tensor.data, values.data(), values.size() * sizeof(T));
+    return t;
+  }
+  template <class T>
+  static std::vector<T> values(const core::TensorPtr& t) {
+    const auto* p = static_cast<const T*>(t->dl_tensor.data);
+    return std::vector<T>(p, p + core::element_count(t->dl_tensor));
+  }
+};
+
+constexpr DLDataType kF32{kDLFloat, 32, 1}, kF64{kDLFloat, 64, 1}, kI32{kDLInt, 32, 1}, kI64{kDLInt, 64, 1};
+
+TEST_F(GlooCollectives, BroadcastAllReduceBarrierAndNonBlockingAllReduceGiveTheRightValues) {
+  on_two_ranks([&](int rank) {
+    auto s = make(rank, 20);
+    EXPECT_EQ(s->rank(), rank);
+    EXPECT_EQ(s->world_size(), 2);
+    EXPECT_TRUE(s->has_all_reduce_start());
+
+    auto b = tensor<int32_t>(kI32, rank == 1 ? std::vector<int32_t>{7, 8, 9} : std::vector<int32_t>{0, 0, 0});
+    s->broadcast(b->dl_tensor, 1);
+    EXPECT_EQ(values<int32_t>(b), (std::vector<int32_t>{7, 8, 9})) << "rank " << rank;
+
+    auto sum = tensor<float>(kF32, {1.0f + rank, 2.0f * rank});
+    s->all_reduce(sum->dl_tensor, RAMJET_REDUCE_SUM);
+    EXPECT_EQ(values<float>(sum), (std::vector<float>{3, 2}));
+    auto mean = tensor<double>(kF64, {static_cast<double>(rank), 4});
+    s->all_reduce(mean->dl_tensor, RAMJET_REDUCE_MEAN);
+    EXPECT_EQ(values<double>(mean), (std::vector<double>{0.5, 4}));
+    auto most = tensor<int64_t>(kI64, {10 * rank, -rank});
+    s->all_reduce(most->dl_tensor, RAMJET_REDUCE_MAX);
+    EXPECT_EQ(values<int64_t>(most), (std::vector<int64_t>{10, 0}));
+    auto least = tensor<int64_t>(kI64, {10 * rank, -rank});
+    s->all_reduce(least->dl_tensor, RAMJET_REDUCE_MIN);
+    EXPECT_EQ(values<int64_t>(least), (std::vector<int64_t>{0, -1}));
+
+    // Three in flight at once, waited for in another order than started.
+    std::vector<core::TensorPtr> pending;
+    std::vector<uint64_t> handles;
+    for (int k = 0; k < 3; ++k) {
+      pending.push_back(tensor<float>(kF32, std::vector<float>(1000, static_cast<float>(k + rank))));
+      handles.push_back(s->all_reduce_start(pending.back()->dl_tensor, RAMJET_REDUCE_SUM));
+    }
+    for (int k = 2; k >= 0; --k) {
+      s->all_reduce_wait(handles[static_cast<size_t>(k)]);
+      EXPECT_EQ(values<float>(pending[static_cast<size_t>(k)]), std::vector<float>(1000, static_cast<float>(2 * k + 1)));
+    }
+    s->barrier();
+
+    // A mean of integers has no exact answer: refused before anything is sent, on every rank alike.
+    auto ints = tensor<int32_t>(kI32, {1});
+    try {
+      s->all_reduce(ints->dl_tensor, RAMJET_REDUCE_MEAN);
+      ADD_FAILURE() << "a mean of int32 must be refused";
+    } catch (const core::InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find("float32 or float64"), std::string::npos) << e.what();
+    }
+    s->barrier();  // the refusal left the mesh usable
+  });
+}
+
+TEST_F(GlooCollectives, APeerThatNeverJoinsTheCollectiveIsATimeoutNamingIt) {
+  on_two_ranks([&](int rank) {
+    auto s = make(rank, 1);
+    if (rank == 1) {
+      std::this_thread::sleep_for(4s);  // alive, connected, and silent: a stalled peer
+      return;
+    }
+    auto t = tensor<float>(kF32, {1, 2, 3});
+    const auto start = Clock::now();
+    try {
+      s->all_reduce(t->dl_tensor, RAMJET_REDUCE_SUM);
+      ADD_FAILURE() << "an all-reduce without its peer must fail";
+    } catch (const core::RuntimeFailure& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("gloo strategy, rank 0 of 2: all_reduce #1 of float32[3] failed: timed out after 1 s"),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find("waiting for rank 1"), std::string::npos) << message;
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    EXPECT_GE(seconds, 0.9);
+    EXPECT_LT(seconds, 3.5);
+    // The mesh is broken now: a later collective fails at once with the first failure, never waits again.
+    const auto again = Clock::now();
+    EXPECT_THROW(s->barrier(), core::RuntimeFailure);
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - again).count(), 0.5);
+  });
 }
 
 }  // namespace
