@@ -194,8 +194,11 @@ TEST_F(GlooTest, TwoRanksEndWhereOneRankWithTheGlobalBatchEnds) {
   ASSERT_EQ(one.exit_code, 0) << one.output;
   const auto two = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2" +
                        " --set /train/checkpoint/dir=" + quote((dir / "two").string()) + " --report " +
-                       quote((dir / "two.json").string()));
+                       quote((dir / "two.json").string()) + " --trace " + quote((dir / "two.trace").string()));
   ASSERT_EQ(two.exit_code, 0) << two.output;
+  // One trace per rank, each its own process track.
+  EXPECT_NE(read_file(dir / "two.trace").find("\"name\":\"rank 0\""), std::string::npos);
+  EXPECT_NE(read_file(dir / "two.trace.rank1").find("\"name\":\"rank 1\""), std::string::npos);
   EXPECT_NE(two.output.find("[rank 0] "), std::string::npos) << two.output;
   EXPECT_EQ(two.output.find("[rank 1] "), std::string::npos) << "only rank 0 prints:\n" << two.output;
 

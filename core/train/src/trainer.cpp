@@ -101,6 +101,7 @@ class Trainer {
     rank_ = strategy_ ? strategy_->rank() : 0;
     world_ = strategy_ ? strategy_->world_size() : 1;
     progress_out_ = rank_ == 0 ? options_.progress : nullptr;
+    if (world_ > 1 && Trace::on()) Trace::set_process(rank_, "rank " + std::to_string(rank_));
     // The trainer owns the epochs: the training input repeats exactly as often.
     PipelineSpec data = *plan_.train_data;
     data.epochs = cfg_.epochs;
@@ -307,7 +308,8 @@ class Trainer {
     samples_ += n;
     ++epoch_steps_;
     progress_->step(epoch_, epoch_steps_, steps_per_epoch_, epoch_metrics_,
-                    static_cast<double>(samples_) / std::max(1e-9, seconds_since(run_start_)), seconds_since(epoch_start_));
+                    static_cast<double>(samples_ * world_) / std::max(1e-9, seconds_since(run_start_)),
+                    seconds_since(epoch_start_));
   }
 
   void update(float loss_scale) {
