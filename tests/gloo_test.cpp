@@ -489,11 +489,11 @@ TEST_F(GlooCollectives, APeerThatNeverJoinsTheCollectiveIsATimeoutNamingIt) {
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     EXPECT_GE(seconds, 0.9);
-    EXPECT_LT(seconds, 3.5);
+    EXPECT_LT(seconds, 6.0);  // 1 s, and room for a loaded machine
     // The mesh is broken now: a later collective fails at once with the first failure, never waits again.
     const auto again = Clock::now();
     EXPECT_THROW(s->barrier(), core::RuntimeFailure);
-    EXPECT_LT(std::chrono::duration<double>(Clock::now() - again).count(), 0.5);
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - again).count(), 1.0);
   });
 }
 
