@@ -150,6 +150,29 @@ TEST_F(PipelineEngine, ShardsCoverEveryElementExactlyOnce) {
   }
 }
 
+// Data-parallel training needs every rank to see the same number of elements, for random-access sources and for
+// streams whose length nobody knows in advance: the last partial round is dropped, and nothing else.
+TEST_F(PipelineEngine, EvenShardsAreEqualAndDisjoint) {
+  for (const auto& base : {counter(103, 7), stream(103, 7)}) {
+    std::multiset<float> seen;
+    for (int index = 0; index < 3; ++index) {
+      Plan plan = manifest(base);
+      PipelineSpec spec = *plan.train_data;
+      spec.shard_count = 3;
+      spec.shard_index = index;
+      spec.even_shards = true;
+      InputPipeline p(spec, registry, seed);
+      EXPECT_EQ(p.elements_per_epoch(), base["source"]["type"] == "c_counter" ? 34 : -1);
+      std::vector<float> mine;
+      while (auto b = p.next_batch()) for (float v : values_of(*b)) mine.push_back(v);
+      EXPECT_EQ(mine.size(), 34u) << base["source"]["type"] << " shard " << index;
+      seen.insert(mine.begin(), mine.end());
+    }
+    ASSERT_EQ(seen.size(), 102u);
+    for (int i = 0; i < 102; ++i) EXPECT_EQ(seen.count(static_cast<float>(i)), 1u) << i;
+  }
+}
+
 TEST_F(PipelineEngine, RestoringAfterKBatchesYieldsExactlyTheRest) {
   auto ra = augmenting();
   auto seq = stream(90, 8);

@@ -364,6 +364,25 @@ void expect_option_problems(const json& options, const std::vector<std::pair<std
 
 }  // namespace
 
+// ---- gloo -------------------------------------------------------------------------------------------------------
+
+TEST(PluginConfig, GlooStrategy) {
+  if (!built("gloo")) GTEST_SKIP() << "the gloo plugin is not built (libgloo-dev was not found at configure time)";
+  const auto& gloo = component("gloo", RAMJET_KIND_STRATEGY, "gloo");
+  expect_fine(gloo, json::object());  // rank, world size and the store's address may all come from the environment
+  expect_fine(gloo, {{"rendezvous", "tcp"}, {"master_addr", "10.0.0.1"}, {"master_port", 29500}, {"rank", 1},
+                     {"world_size", 2}, {"timeout_s", 2.5}, {"interface", "eth0"}});
+  expect_fine(gloo, {{"rendezvous", "file"}, {"dir", "store"}, {"hostname", "10.0.0.2"}});
+  expect_problems(gloo, {{"rendezvous", "file"}}, {{"/dir", "required with rendezvous \"file\""}});
+  expect_problems(gloo, {{"rendezvous", "pigeon"}}, {{"/rendezvous", "must be one of tcp, file"}});
+  expect_problems(gloo, {{"rank", 2}, {"world_size", 2}}, {{"/rank", "must be below world_size (2), got 2"}});
+  expect_problems(gloo, {{"timeout_s", 0}, {"master_port", 70000}, {"rendezvouz", "tcp"}},
+                  {{"/timeout_s", "must be > 0"}, {"/master_port", "must be <= 65535"},
+                   {"/rendezvouz", "did you mean 'rendezvous'?"}});
+  expect_problems(gloo, {{"hostname", "a"}, {"interface", "b"}}, {{"/interface", "not both"}});
+  expect_create_refuses(gloo, {{"rank", 3}, {"world_size", 2}}, "/rank");
+}
+
 TEST(PluginConfig, OnednnComponents) {
   if (!built("onednn")) GTEST_SKIP() << "onednn is not built here (libdnnl-dev 2.x missing)";
   const auto& cpu = component("onednn", RAMJET_KIND_BACKEND, "cpu");

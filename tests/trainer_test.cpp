@@ -273,19 +273,22 @@ TEST_F(TrainerTest, MirroredStrategyBroadcastsReducesShardsAndOnlyRankZeroWrites
   };
   std::ostringstream rank0_out, rank1_out;
   auto [report0, calls0] = run(0, "rank0", &rank0_out);
-  // Each replica reads half of every epoch: 512 / 2 / 64 = 4 steps per epoch.
-  EXPECT_EQ(report0["train"]["steps"], 8);
+  // The batch of 64 is the global batch: each replica reads half of every epoch, 32 at a time: 256 / 32 = 8 steps
+  // per epoch.
+  EXPECT_EQ(report0["train"]["steps"], 16);
   EXPECT_EQ(report0["train"]["replicas"], 2);
+  EXPECT_EQ(report0["train"]["global_batch"], 64);
   EXPECT_EQ(report0["train"]["strategy"], "fake_mirror");
-  EXPECT_EQ(calls0["broadcasts"], 2);         // dense/kernel and dense/bias, once
-  EXPECT_EQ(calls0["all_reduces"], 8 * 2);    // every parameter's gradient at every update
-  EXPECT_EQ(calls0["means"], 8 * 2);
-  EXPECT_NE(rank0_out.str().find("trained 8 steps"), std::string::npos);
+  EXPECT_EQ(calls0["broadcasts"], 1 + 2);          // the agreement check, then dense/kernel and dense/bias
+  // The agreement check, every gradient at every update, and each epoch's metrics.
+  EXPECT_EQ(calls0["all_reduces"], 1 + 16 * 2 + 2);
+  EXPECT_EQ(calls0["means"], 16 * 2);
+  EXPECT_NE(rank0_out.str().find("trained 16 steps"), std::string::npos);
   EXPECT_TRUE(latest_checkpoint(dir / "rank0").has_value());
 
   auto [report1, calls1] = run(1, "rank1", &rank1_out);
-  EXPECT_EQ(report1["train"]["steps"], 8);
-  EXPECT_EQ(calls1["all_reduces"], 8 * 2);
+  EXPECT_EQ(report1["train"]["steps"], 16);
+  EXPECT_EQ(calls1["all_reduces"], 1 + 16 * 2 + 2);
   EXPECT_EQ(rank1_out.str(), "") << "only rank 0 prints";
   EXPECT_FALSE(latest_checkpoint(dir / "rank1").has_value()) << "only rank 0 writes checkpoints";
 }

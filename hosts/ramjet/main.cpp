@@ -12,6 +12,7 @@
 #include "ramjet/plugin/plugin_registry.hpp"
 #include "ramjet/plugin/trace.hpp"
 #include "ramjet/report/report_page.hpp"
+#include "ramjet/run/launch.hpp"
 #include "ramjet/run/run.hpp"
 
 #include <boost/program_options.hpp>
@@ -45,8 +46,9 @@ const char* kUsage =
     "commands:\n"
     "  plugins [--json] [--load]                     list plugins found on the search path and why any was skipped\n"
     "  validate MANIFEST [--set P=V]...              check a pipeline manifest; report every problem\n"
-    "  run MANIFEST [--report FILE] [--trace FILE] [--set P=V]... [--resume]\n"
-    "                                                train the model (or, without one, run the input pipelines)\n"
+    "  run MANIFEST [--report FILE] [--trace FILE] [--set P=V]... [--resume] [--nproc N]\n"
+    "                                                train the model (or, without one, run the input pipelines);\n"
+    "                                                --nproc N: on N local ranks (data-parallel, gloo)\n"
     "  eval MANIFEST [--checkpoint FILE] [--precision float32|int8] [--batch N] [--threads N] [--json]\n"
     "       [--predictions FILE] [--trace FILE] [--set P=V]...\n"
     "                                                accuracy and samples/s of a checkpoint on the eval data\n"
@@ -144,12 +146,21 @@ int command_running(const std::vector<std::string>& args, bool whole_run) {
   auto options = manifest_options(whole_run ? "ramjet run MANIFEST" : "ramjet pipeline MANIFEST");
   options.add_options()("report", po::value<std::string>(), "write a JSON report to FILE")(
       "trace", po::value<std::string>(), kTraceHelp)("quiet,q", "print nothing but errors");
-  if (whole_run) options.add_options()("resume", "continue training from the newest checkpoint in train.checkpoint.dir");
+  if (whole_run)
+    options.add_options()("resume", "continue training from the newest checkpoint in train.checkpoint.dir")(
+        "nproc", po::value<int>(), "train on N local ranks, each a process with cores / N threads (train.strategy: "
+                                   "gloo unless the manifest names one)");
   else options.add_options()("name", po::value<std::string>()->default_value("train"), "which input pipeline: train or eval");
   po::variables_map vm;
   if (!parse_manifest_command(args, options, vm)) return kExitOk;
   PipelineManifest manifest = manifest_from(vm);
   PluginRegistry registry(discovery_options_from_environment());
+  if (whole_run && vm.count("nproc")) {
+    const LaunchOptions launch = local_launch(args, manifest, vm["nproc"].as<int>());
+    require_plan(manifest, registry);  // bad input is reported once, before any rank starts
+    if (vm.count("report")) refuse_unwritable(vm["report"].as<std::string>(), "--report");
+    return launch_local_ranks(launch);
+  }
   const Plan plan = require_plan(manifest, registry);
   if (vm.count("report")) refuse_unwritable(vm["report"].as<std::string>(), "--report");
   if (vm.count("trace")) refuse_unwritable(vm["trace"].as<std::string>(), "--trace");
@@ -162,7 +173,9 @@ int command_running(const std::vector<std::string>& args, bool whole_run) {
                      : iterate_pipeline(plan, vm["name"].as<std::string>(), registry, run_options);
   });
   report["ramjet_version"] = RAMJET_VERSION;
-  if (vm.count("report")) write_file_atomically(vm["report"].as<std::string>(), report.dump(2) + "\n");
+  // Under a data-parallel strategy rank 0 alone writes the report, as it alone prints and checkpoints.
+  const bool rank_zero = !report.contains("train") || report["train"].value("rank", 0) == 0;
+  if (vm.count("report") && rank_zero) write_file_atomically(vm["report"].as<std::string>(), report.dump(2) + "\n");
   return kExitOk;
 }
 

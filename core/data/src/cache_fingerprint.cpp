@@ -62,6 +62,7 @@ uint64_t upstream_fingerprint(const PipelineSpec& spec, const std::filesystem::p
   h.add(static_cast<uint64_t>(spec.take));
   h.add(static_cast<uint64_t>(spec.shard_count));
   h.add(static_cast<uint64_t>(spec.shard_index));
+  if (spec.even_shards) h.add("even-shards");
   h.add(seed);
   add_named_files(h, spec.source.config, base_dir);
   return h.value();

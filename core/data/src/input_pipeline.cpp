@@ -64,7 +64,7 @@ InputPipeline::InputPipeline(PipelineSpec spec, PluginRegistry& registry, uint64
     if (!spec_.source.config.contains("files"))
       throw InvalidInput(where + ": interleave needs the source to list its files in 'files'");
     auto files = expand_files(spec_.source.config["files"], manifest.base_dir(), where);
-    if (spec_.shard_count > 1 && static_cast<int64_t>(files.size()) >= spec_.shard_count) {
+    if (spec_.shard_count > 1 && !spec_.even_shards && static_cast<int64_t>(files.size()) >= spec_.shard_count) {
       // Whole files per worker, as tf.data recommends: less reading than sharding elements.
       std::vector<std::string> mine;
       for (size_t i = static_cast<size_t>(spec_.shard_index); i < files.size(); i += static_cast<size_t>(spec_.shard_count))
@@ -108,7 +108,8 @@ InputPipeline::InputPipeline(PipelineSpec spec, PluginRegistry& registry, uint64
       cache_ = make_file_cache(path, upstream_fingerprint(spec_, manifest.base_dir(), run_seed, upstream));
     }
   }
-  SequencerConfig sc{spec_.epochs, spec_.take, spec_.shuffle, spec_.shard_count, spec_.shard_index, run_seed};
+  SequencerConfig sc{spec_.epochs,      spec_.take, spec_.shuffle, spec_.shard_count, spec_.shard_index,
+                     run_seed,          spec_.even_shards};
   sequencer_ = std::make_unique<Sequencer>(sc, random_access_count, std::move(reader), cache_.get());
 
   const int cpu = spec_.cpu_budget > 0 ? static_cast<int>(spec_.cpu_budget) : cpu_count();

@@ -24,9 +24,8 @@ Sequencer::~Sequencer() = default;
 
 int64_t Sequencer::elements_per_epoch() const {
   if (random_access_count_ < 0) return -1;
-  int64_t n = config_.take >= 0 ? std::min(config_.take, random_access_count_) : random_access_count_;
   const int64_t c = config_.shard_count;
-  return n / c + (config_.shard_index < n % c ? 1 : 0);
+  return shard_end() / c + (config_.shard_index < shard_end() % c ? 1 : 0);
 }
 
 void Sequencer::epoch_consumed(int64_t epoch) {
@@ -50,8 +49,7 @@ void Sequencer::begin_epoch() {
   }
   if (random_access() || (cache_ != nullptr && cache_->complete())) {
     if (random_access()) {
-      const int64_t n = config_.take >= 0 ? std::min(config_.take, random_access_count_) : random_access_count_;
-      for (int64_t i = config_.shard_index; i < n; i += config_.shard_count) order_.push_back(i);
+      for (int64_t i = config_.shard_index; i < shard_end(); i += config_.shard_count) order_.push_back(i);
     } else {
       from_cache_ = true;
       order_.resize(static_cast<size_t>(cache_->count()));
@@ -67,14 +65,36 @@ void Sequencer::begin_epoch() {
   shuffle_ = config_.shuffle > 0 ? std::make_unique<ShuffleState>(config_.shuffle, shuffle_seed) : nullptr;
 }
 
+// Random access: the source indices shards draw from, [0, shard_end()), after take and, with even shards,
+// without the last partial round.
+int64_t Sequencer::shard_end() const {
+  const int64_t n = config_.take >= 0 ? std::min(config_.take, random_access_count_) : random_access_count_;
+  return config_.even_shards ? n / config_.shard_count * config_.shard_count : n;
+}
+
 // The next raw element of the sequential stream after take and shard, with its id.
 bool Sequencer::pull_raw(std::pair<int64_t, Example>& out) {
+  auto read_one = [&](Example& e) {
+    if (config_.take >= 0 && read_ >= config_.take) return false;
+    if (!reader_->next(e)) return false;
+    ++read_;
+    return true;
+  };
   while (!stream_ended_) {
-    if (config_.take >= 0 && read_ >= config_.take) break;
     Example e;
-    if (!reader_->next(e)) break;
-    const int64_t index = read_++;
+    if (!read_one(e)) break;
+    const int64_t index = read_ - 1;
     if (index % config_.shard_count != config_.shard_index) continue;
+    if (config_.even_shards) {
+      // Keep this element only if its whole round of shard_count elements exists: every shard then ends after the
+      // same number of elements, though none knows the stream's length in advance.
+      bool round_complete = true;
+      for (int64_t rest = config_.shard_count - 1 - config_.shard_index; rest > 0 && round_complete; --rest) {
+        Example skipped;
+        round_complete = read_one(skipped);
+      }
+      if (!round_complete) break;
+    }
     out = {kept_++, std::move(e)};
     return true;
   }

@@ -3,11 +3,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <thread>
 
 namespace ramjet::core {
 
-int cpu_count() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
+int cpu_count() {
+  // A launcher that runs several ranks on one machine gives each its share (ramjet run --nproc sets it).
+  if (const char* share = std::getenv("RAMJET_CPUS"))
+    if (const int n = std::atoi(share); n > 0) return n;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
 int64_t max_threads() { return std::max<int64_t>(64, 4 * int64_t{cpu_count()}); }
 

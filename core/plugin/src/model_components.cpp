@@ -84,6 +84,26 @@ void Strategy::all_reduce(DLTensor& tensor, ramjet_reduce_op op) const {
   throw_on_error(vt<ramjet_strategy_vtable>().all_reduce(self_, &tensor, &args, &error), error, what("all_reduce"));
 }
 
+bool Strategy::has_all_reduce_start() const {
+  return has_slot(&ramjet_strategy_vtable::all_reduce_start) && has_slot(&ramjet_strategy_vtable::all_reduce_wait);
+}
+
+uint64_t Strategy::all_reduce_start(DLTensor& tensor, ramjet_reduce_op op) const {
+  if (!has_all_reduce_start()) throw RuntimeFailure(what("all_reduce_start") + ": the strategy has no such slot");
+  ramjet_error error;
+  uint64_t handle = 0;
+  const auto args = collective(op, 0);
+  throw_on_error(vt<ramjet_strategy_vtable>().all_reduce_start(self_, &tensor, &args, &handle, &error), error,
+                 what("all_reduce_start"));
+  return handle;
+}
+
+void Strategy::all_reduce_wait(uint64_t handle) const {
+  if (!has_all_reduce_start()) throw RuntimeFailure(what("all_reduce_wait") + ": the strategy has no such slot");
+  ramjet_error error;
+  throw_on_error(vt<ramjet_strategy_vtable>().all_reduce_wait(self_, handle, &error), error, what("all_reduce_wait"));
+}
+
 void Strategy::barrier() const {
   ramjet_error error;
   throw_on_error(vt<ramjet_strategy_vtable>().barrier(self_, &error), error, what("barrier"));

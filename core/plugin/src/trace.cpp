@@ -104,6 +104,13 @@ void Trace::start(int pid, const std::string& process_name, const char* thread_n
   enabled_.store(true, std::memory_order_release);
 }
 
+void Trace::set_process(int pid, const std::string& process_name) {
+  Recording& r = recording();
+  std::lock_guard lock(r.mutex);
+  r.pid = pid;
+  r.process_name = process_name;
+}
+
 void Trace::name_thread(const char* name, int index) {
   t_name = name;
   t_index = index;

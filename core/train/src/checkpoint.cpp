@@ -181,7 +181,9 @@ PipelineState read_pipeline(const MetadataReader& reader) {
 nlohmann::json read_trainer(const MetadataReader& reader) {
   nlohmann::json value = reader.json("trainer");
   const JsonField trainer(reader, "trainer", value);
-  trainer.members({"lr_scale", "history"}, {"plateau", "early_stopping", "loss_scaler"});
+  // replicas: how many ranks wrote it (absent before data-parallel training existed: 1).
+  trainer.members({"lr_scale", "history"}, {"plateau", "early_stopping", "loss_scaler", "replicas"});
+  if (value.contains("replicas")) trainer.at("replicas").integer(1);
   const double lr_scale = trainer.at("lr_scale").number();
   if (!(lr_scale > 0) || !std::isfinite(lr_scale)) throw trainer.at("lr_scale").error("must be a finite number > 0");
   const JsonField history = trainer.at("history");

@@ -15,7 +15,9 @@
 #include "ramjet/train/tensorboard_writer.hpp"
 #include "ramjet/train/training_callbacks.hpp"
 #include "ramjet/train/verdict.hpp"
+#include "replica_agreement.hpp"
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -83,6 +85,7 @@ class Trainer {
       TraceSpan span("resume");
       resume();
     }
+    agree_with_other_replicas();
     broadcast_parameters();
     loop();
     if (tensorboard_) tensorboard_->flush();  // a write that fails here fails the run, not a destructor silently
@@ -101,11 +104,11 @@ class Trainer {
     rank_ = strategy_ ? strategy_->rank() : 0;
     world_ = strategy_ ? strategy_->world_size() : 1;
     progress_out_ = rank_ == 0 ? options_.progress : nullptr;
-    // The trainer owns the epochs: the training input repeats exactly as often. Mirrored training: each replica
-    // reads its own shard of every epoch.
+    if (world_ > 1 && Trace::on()) Trace::set_process(rank_, "rank " + std::to_string(rank_));
+    // The trainer owns the epochs: the training input repeats exactly as often.
     PipelineSpec data = *plan_.train_data;
     data.epochs = cfg_.epochs;
-    if (world_ > 1) data.shard_count = world_, data.shard_index = rank_;
+    if (world_ > 1) split_across_replicas(data);
     train_.emplace(std::move(data), registry_, plan_.seed);
     if (cfg_.reduce_lr_on_plateau) {
       const auto& p = *cfg_.reduce_lr_on_plateau;
@@ -126,6 +129,27 @@ class Trainer {
     } catch (const RuntimeFailure& e) {
       throw InvalidInput(plan_.origin.where("/train/tensorboard") + ": " + e.what());
     }
+  }
+
+  // Data-parallel training (as tf.distribute does it): data.train.batch is the global batch, each replica takes
+  // batch / world of it from its own shard, and every shard holds the same number of elements, so every replica
+  // runs the same steps and meets the others at every all-reduce.
+  void split_across_replicas(PipelineSpec& data) {
+    if (data.shard_count > 1)
+      throw InvalidInput(plan_.origin.where(data.pointer + "/shard") + ": the strategy '" + cfg_.strategy_name() +
+                         "' shards the training data across its " + std::to_string(world_) +
+                         " replicas itself; remove the manifest's shard");
+    if (data.batch % world_ != 0)
+      throw InvalidInput(plan_.origin.where(data.pointer + "/batch") + ": the global batch " +
+                         std::to_string(data.batch) + " does not split evenly across " + std::to_string(world_) +
+                         " replicas (train.strategy's world size); use a multiple of " + std::to_string(world_));
+    global_batch_ = data.batch;
+    data.batch /= world_;
+    data.shard_count = world_;
+    data.shard_index = rank_;
+    data.even_shards = true;
+    // A file cache holds one shard: each replica keeps its own file.
+    if (data.cache && *data.cache != "memory") *data.cache += ".rank" + std::to_string(rank_);
   }
 
   void compile() {
@@ -152,6 +176,7 @@ class Trainer {
     }
     // Everything is checked before anything is restored: a refused checkpoint leaves the run untouched.
     Checkpoint c = load_checkpoint(*latest);
+    rescale_to_this_world(c, *latest);
     const Example optimizer_slots = program_->get_state(RAMJET_STATE_OPTIMIZER);
     check_checkpoint_fits(c, *latest, program_->get_state(RAMJET_STATE_PARAMETERS), &optimizer_slots);
     check_progress(c, *latest);
@@ -166,6 +191,21 @@ class Trainer {
     if (early_ && c.trainer.contains("early_stopping")) early_->restore(c.trainer["early_stopping"]);
     if (policy_ && c.trainer.contains("loss_scaler")) policy_->restore_state(from_hex(c.trainer["loss_scaler"]));
     best_parameters_ = std::move(c.best_parameters);
+  }
+
+  // A checkpoint counts its place in the epoch in elements of one rank's shard. Written by W ranks and resumed by
+  // this run's world, the same step has consumed the same global elements: position x W / world.
+  void rescale_to_this_world(Checkpoint& c, const std::filesystem::path& file) const {
+    const int64_t saved = c.trainer.value("replicas", int64_t{1});
+    if (saved == world_) return;
+    const int64_t consumed = c.pipeline.position * saved;
+    if (saved < 1 || consumed % world_ != 0)
+      throw InvalidInput(file.string() + ": checkpoint metadata /__metadata__/trainer/replicas: written by " +
+                         std::to_string(saved) + " ranks at position " + std::to_string(c.pipeline.position) +
+                         ", which " + std::to_string(world_) + " ranks cannot split evenly");
+    log(RAMJET_LOG_INFO, "checkpoint", "written by " + std::to_string(saved) + " ranks, resumed by " +
+                                           std::to_string(world_));
+    c.pipeline.position = consumed / world_;
   }
 
   // The checkpoint's place in this run: within its epochs, within an epoch's elements, within its steps (where
@@ -193,6 +233,29 @@ class Trainer {
     if (at.epoch == cfg_.epochs)
       log(RAMJET_LOG_WARNING, "checkpoint", file.string() + " is from the end of the run: all " +
                                                 std::to_string(cfg_.epochs) + " epochs are done, nothing is left to train");
+  }
+
+  // Before the first collective on weights, every rank checks that all ranks are about to train the same thing.
+  void agree_with_other_replicas() {
+    if (!strategy_ || world_ < 2) return;
+    TraceSpan span("agreement");
+    std::string parameters;
+    for (const auto& g : gradients().entries) {
+      const DLTensor& t = g.tensor->dl_tensor;
+      parameters += g.name + " " + dtype_to_string(t.dtype);
+      for (int i = 0; i < t.ndim; ++i) parameters += " " + std::to_string(t.shape[i]);
+      parameters += "\n";
+    }
+    check_replicas_agree(*strategy_, rank_, world_,
+                         {{"the model (its graph)", agreement_hash(plan_.graph->ir.dump()), false},
+                          {"the trained parameters' names and shapes", agreement_hash(parameters), false},
+                          {"the global batch (data.train.batch)", global_batch_, true},
+                          {"the steps per epoch (the size of data.train, its take)", steps_per_epoch_, true},
+                          {"train.epochs", cfg_.epochs, true},
+                          {"train.accumulate", cfg_.accumulate, true},
+                          {"train.optimizer", agreement_hash(cfg_.optimizer.dump()), false},
+                          {"the seed", static_cast<int64_t>(plan_.seed), true},
+                          {"the step training starts from (--resume)", step_, true}});
   }
 
   // Every replica starts from rank 0's weights (after a resume too: they all read the same checkpoint, but the
@@ -232,7 +295,7 @@ class Trainer {
     const int64_t n = batch.entries.empty() ? 0 : batch.entries.front().tensor->dl_tensor.shape[0];
     const ramjet_forward_args fwd{sizeof(ramjet_forward_args), RAMJET_ABI_VERSION, 1, 0,
                                   element_seed(plan_.seed, static_cast<uint64_t>(step_), static_cast<uint64_t>(micro_),
-                                               kDropoutStage),
+                                               kDropoutStage + static_cast<uint64_t>(rank_)),
                                   step_};
     outputs_ = Example{};
     {
@@ -262,7 +325,8 @@ class Trainer {
     samples_ += n;
     ++epoch_steps_;
     progress_->step(epoch_, epoch_steps_, steps_per_epoch_, epoch_metrics_,
-                    static_cast<double>(samples_) / std::max(1e-9, seconds_since(run_start_)), seconds_since(epoch_start_));
+                    static_cast<double>(samples_ * world_) / std::max(1e-9, seconds_since(run_start_)),
+                    seconds_since(epoch_start_));
   }
 
   void update(float loss_scale) {
@@ -336,6 +400,7 @@ class Trainer {
     // timings measure). The input wait is read first, so every wait it counts lies inside that wall time.
     const double epoch_wait = train_->input_wait_s() - epoch_wait_start_;
     const double epoch_wall = seconds_since(epoch_start_);
+    pool_metrics_across_replicas();
     last_train_ = epoch_metrics_;
     last_eval_ = evaluate();
     const double lr_now = schedule_->at(step_) * lr_scale_;
@@ -378,6 +443,22 @@ class Trainer {
     tensorboard_->epoch(h["epoch"].get<int64_t>(), train, validation);
   }
 
+  // The epoch's loss, accuracy and samples over every replica's shard: what the history shows, and what callbacks
+  // watch — so every rank decides alike to lower the learning rate or stop early.
+  void pool_metrics_across_replicas() {
+    if (!strategy_ || world_ < 2) return;
+    TraceSpan span("all-reduce", "step", step_);
+    const std::array<int64_t, 1> three{3};
+    TensorPtr sums = make_tensor(DLDataType{kDLFloat, 64, 1}, three);
+    double* v = static_cast<double*>(sums->dl_tensor.data);
+    v[0] = epoch_metrics_.loss_sum, v[1] = static_cast<double>(epoch_metrics_.correct);
+    v[2] = static_cast<double>(epoch_metrics_.samples);
+    strategy_->all_reduce(sums->dl_tensor, RAMJET_REDUCE_SUM);
+    epoch_metrics_.loss_sum = v[0];
+    epoch_metrics_.correct = std::llround(v[1]);
+    epoch_metrics_.samples = std::llround(v[2]);
+  }
+
   void apply_callbacks(double lr_now) {
     if (plateau_) {
       const double next = plateau_->update(monitored(plateau_->monitor().metric, last_train_, last_eval_), lr_now);
@@ -400,7 +481,7 @@ class Trainer {
     Checkpoint c;
     c.step = step_;
     c.pipeline = resume_at;
-    c.trainer = {{"lr_scale", lr_scale_}, {"history", history_}};
+    c.trainer = {{"lr_scale", lr_scale_}, {"history", history_}, {"replicas", world_}};
     if (plateau_) c.trainer["plateau"] = plateau_->state();
     if (early_) c.trainer["early_stopping"] = early_->state();
     if (policy_) c.trainer["loss_scaler"] = to_hex(policy_->save_state());
@@ -428,12 +509,17 @@ class Trainer {
     t["precision"] = cfg_.precision_name();
     t["strategy"] = cfg_.strategy_name();
     t["replicas"] = world_;
+    t["rank"] = rank_;
+    t["global_batch"] = world_ > 1 ? global_batch_ : train_->spec().batch;
     if (policy_) t["skipped_updates"] = skipped_updates_;
     t["backend"] = cfg_.backend.type();
     t["steps"] = step_;
     t["epochs_run"] = history_.size();
     t["wall_s"] = wall;
-    t["samples_per_s"] = wall > 0 ? static_cast<double>(samples_) / wall : 0.0;
+    // Every rank trains as many samples as this one (even shards): the job's throughput is world times its own.
+    const double per_rank = wall > 0 ? static_cast<double>(samples_) / wall : 0.0;
+    t["samples_per_s"] = per_rank * world_;
+    if (world_ > 1) t["samples_per_s_per_rank"] = per_rank;
     t["input_wait_fraction"] = wall > 0 ? train_->input_wait_s() / wall : 0.0;
     const StepTimes times{wall, train_->input_wait_s(), compute_s_ - communication_s_ - step_checkpoint_s_,
                           communication_s_};
@@ -496,6 +582,7 @@ class Trainer {
   std::ostream* progress_out_ = nullptr;
   ProgressReporter* progress_ = nullptr;
   int32_t rank_ = 0, world_ = 1;
+  int64_t global_batch_ = 0;
   int64_t steps_per_epoch_ = -1;
 
   int64_t step_ = 0, epoch_ = 0, micro_ = 0, epoch_steps_ = 0, samples_ = 0, skipped_updates_ = 0;

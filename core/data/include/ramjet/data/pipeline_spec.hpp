@@ -39,6 +39,9 @@ struct PipelineSpec {
   bool deterministic = true;
   int64_t shard_count = 1;
   int64_t shard_index = 0;
+  // Every shard gets the same number of elements (the last count - 1 or fewer are dropped), as data-parallel
+  // training needs: ranks that ran different numbers of steps would wait for each other's missing collectives.
+  bool even_shards = false;
   std::optional<InterleaveSpec> interleave;
   OnError on_error = OnError::kFail;
   int64_t cpu_budget = 0;              // threads the pipeline may keep busy; 0: the machine's cores

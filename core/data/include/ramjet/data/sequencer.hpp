@@ -34,6 +34,7 @@ struct SequencerConfig {
   int64_t shard_count = 1;
   int64_t shard_index = 0;
   uint64_t seed = 0;
+  bool even_shards = false;  // see PipelineSpec::even_shards
 };
 
 class Sequencer {
@@ -55,6 +56,7 @@ class Sequencer {
 
  private:
   void begin_epoch();
+  int64_t shard_end() const;
   bool pull_raw(std::pair<int64_t, Example>& out);
   std::optional<std::pair<int64_t, Example>> next_raw();
 

@@ -8,7 +8,8 @@
 
 namespace ramjet::core {
 
-// The CPUs this process may run on (at least 1): the one reading of it, for limits, autotuning and advice.
+// The CPUs this process may run on (at least 1): the one reading of it, for limits, autotuning and advice. A rank
+// started by `ramjet run --nproc N` gets its share of the machine through RAMJET_CPUS.
 int cpu_count();
 
 // The most threads any one setting may ask for (train.threads, parallelism, eval --threads): 4 per CPU this

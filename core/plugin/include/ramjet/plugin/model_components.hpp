@@ -34,6 +34,11 @@ class Strategy : public ComponentInstance {
   void broadcast(DLTensor& tensor, int32_t root) const;
   void all_reduce(DLTensor& tensor, ramjet_reduce_op op) const;
   void barrier() const;
+  // The non-blocking all-reduce (optional slots): whether the strategy has it; start returns a handle that is
+  // waited for exactly once, and `tensor` stays untouched by the caller until then.
+  bool has_all_reduce_start() const;
+  uint64_t all_reduce_start(DLTensor& tensor, ramjet_reduce_op op) const;
+  void all_reduce_wait(uint64_t handle) const;
 };
 
 class Quantizer : public ComponentInstance {

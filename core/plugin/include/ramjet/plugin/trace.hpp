@@ -23,6 +23,8 @@ class Trace {
   // Stops recording and returns the trace as JSON text. Call once the traced work is over: threads that are
   // still appending would race with the merge.
   static std::string finish();
+  // Renames the recording's process (a data-parallel rank learns its number only once its strategy exists).
+  static void set_process(int pid, const std::string& process_name);
   // finish(), written atomically to `path`.
   static void finish_to(const std::filesystem::path& path);
 

@@ -1,0 +1,501 @@
+// The gloo strategy end to end: real processes of the ramjet binary training one model together. Two ranks with
+// the global batch end where one rank with that batch ends; a rank killed or stopped mid-epoch makes the other
+// fail within a bound, naming the lost rank; bad words in train.strategy are refused before anything starts.
+#include "test_support.hpp"
+
+#include "ramjet/plugin/failure.hpp"
+#include "ramjet/plugin/model_components.hpp"
+#include "ramjet/plugin/plugin_registry.hpp"
+#include "ramjet/plugin/tensor.hpp"
+#include "ramjet/train/checkpoint.hpp"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <array>
+#include <thread>
+
+namespace ramjet::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof a;
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// One rank started by hand (no launcher, which would end the others itself), its output in a file.
+class RankProcess {
+ public:
+  RankProcess(const std::vector<std::string>& args, const std::vector<std::string>& env, const fs::path& log) {
+    std::vector<std::string> argv_text = {host_binary().string()};
+    argv_text.insert(argv_text.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_text) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_text = env;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      for (auto& e : env_text) ::putenv(e.data());
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+  ~RankProcess() {
+    if (!exited_) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  // The exit code (128 + signal when killed), or nullopt when still running after `limit`.
+  std::optional<int> wait_for(std::chrono::milliseconds limit) {
+    const auto deadline = Clock::now() + limit;
+    do {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(20ms);
+    } while (Clock::now() < deadline);
+    return std::nullopt;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  bool exited_ = false;
+};
+
+// The launcher's child that runs as `rank` (read from each child's environment), or -1.
+pid_t child_with_rank(pid_t launcher, int rank) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat;
+    try {
+      stat = read_file(entry.path() / "stat");
+    } catch (...) {
+      continue;
+    }
+    // "pid (comm) state ppid ...": the command may hold spaces, the last ')' ends it.
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    int ppid = 0;
+    char state = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) != 2 || ppid != launcher) continue;
+    std::string environ;
+    try {
+      environ = read_file(entry.path() / "environ");
+    } catch (...) {
+      continue;
+    }
+    const std::string variable = "RANK=" + std::to_string(rank) + '\0';
+    if (environ.rfind(variable, 0) == 0 || environ.find('\0' + variable) != std::string::npos)
+      return static_cast<pid_t>(std::stol(name));
+  }
+  return -1;
+}
+
+bool same_bits(const core::Example& a, const core::Example& b) {
+  if (a.entries.size() != b.entries.size()) return false;
+  for (const auto& entry : a.entries) {
+    const DLTensor* other = b.find(entry.name.c_str());
+    if (other == nullptr || core::byte_size(*other) != core::byte_size(entry.tensor->dl_tensor) ||
+        std::memcmp(other->data, entry.tensor->dl_tensor.data, core::byte_size(*other)) != 0)
+      return false;
+  }
+  return true;
+}
+
+class GlooTest : public ::testing::Test {
+ protected:
+  TempDir dir;
+
+  // Fashion-MNIST, a dense classifier, plain SGD: deterministic, and seconds to train on any CPU.
+  fs::path manifest(int64_t take, int64_t epochs, const nlohmann::json& strategy = nullptr) {
+    nlohmann::json doc = {
+        {"seed", 11},
+        {"data",
+         {{"train",
+           {{"source",
+             {{"type", "idx"},
+              {"images", fashion_mnist("train-images-idx3-ubyte.gz").string()},
+              {"labels", fashion_mnist("train-labels-idx1-ubyte.gz").string()}}},
+            {"map", {{{"type", "normalize"}, {"scale", 1.0 / 255}}}},
+            {"take", take},
+            {"batch", 64}}}}},
+        {"model",
+         {{"input", {{"image", {28, 28, 1}}}},
+          {"layers", {{{"type", "flatten"}}, {{"type", "dense"}, {"units", 32}, {"activation", "relu"}},
+                      {{"type", "dense"}, {"units", 10}}}},
+          {"loss", {{"type", "sparse_softmax_cross_entropy"}}}}},
+        {"train",
+         {{"optimizer", {{"type", "sgd"}, {"learning_rate", 0.05}}},
+          {"epochs", epochs},
+          {"threads", 1},
+          {"checkpoint", {{"dir", "ckpt"}}}}}};
+    if (!strategy.is_null()) doc["train"]["strategy"] = strategy;
+    const fs::path path = dir / "train.json";
+    write_file(path, doc.dump(2));
+    return path;
+  }
+
+  static core::Example parameters_in(const fs::path& checkpoint_dir) {
+    auto latest = core::latest_checkpoint(checkpoint_dir);
+    if (!latest) throw std::runtime_error("no checkpoint in " + checkpoint_dir.string());
+    return core::load_checkpoint(*latest).parameters;
+  }
+
+  static std::vector<std::string> rank_env(int rank, int world, int port) {
+    return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world), "MASTER_ADDR=127.0.0.1",
+            "MASTER_PORT=" + std::to_string(port), "OMP_NUM_THREADS=1"};
+  }
+
+  // Waits until rank 0 has trained at least one epoch (its first checkpoint exists): the run is mid-training.
+  static bool training_under_way(const fs::path& checkpoint_dir, std::chrono::seconds limit) {
+    const auto deadline = Clock::now() + limit;
+    while (Clock::now() < deadline) {
+      if (core::latest_checkpoint(checkpoint_dir)) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+};
+
+TEST_F(GlooTest, TwoRanksEndWhereOneRankWithTheGlobalBatchEnds) {
+  // 1024 examples, global batch 64: 16 steps per epoch, 96 steps in all.
+  const fs::path m = manifest(1024, 6);
+  const auto one = run(quote(host_binary().string()) + " run " + quote(m.string()) +
+                       " --quiet --set /train/checkpoint/dir=" + quote((dir / "one").string()) + " --report " +
+                       quote((dir / "one.json").string()));
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  const auto two = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2" +
+                       " --set /train/checkpoint/dir=" + quote((dir / "two").string()) + " --report " +
+                       quote((dir / "two.json").string()) + " --trace " + quote((dir / "two.trace").string()));
+  ASSERT_EQ(two.exit_code, 0) << two.output;
+  // One trace per rank, each its own process track.
+  EXPECT_NE(read_file(dir / "two.trace").find("\"name\":\"rank 0\""), std::string::npos);
+  EXPECT_NE(read_file(dir / "two.trace.rank1").find("\"name\":\"rank 1\""), std::string::npos);
+  EXPECT_NE(two.output.find("[rank 0] "), std::string::npos) << two.output;
+  EXPECT_EQ(two.output.find("[rank 1] "), std::string::npos) << "only rank 0 prints:\n" << two.output;
+
+  const auto report = nlohmann::json::parse(read_file(dir / "two.json"));
+  EXPECT_EQ(report["train"]["strategy"], "gloo");
+  EXPECT_EQ(report["train"]["replicas"], 2);
+  EXPECT_EQ(report["train"]["global_batch"], 64);
+  EXPECT_EQ(report["train"]["steps"], 96);
+  EXPECT_DOUBLE_EQ(report["train"]["samples_per_s"].get<double>(),
+                   2 * report["train"]["samples_per_s_per_rank"].get<double>());
+  const auto report_one = nlohmann::json::parse(read_file(dir / "one.json"));
+  EXPECT_EQ(report_one["train"]["steps"], 96);
+  // The epoch's loss is pooled over both ranks' shards: the whole batch's, as one rank sees it.
+  EXPECT_NEAR(report["train"]["final_loss"].get<double>(), report_one["train"]["final_loss"].get<double>(), 1e-4);
+  EXPECT_EQ(report["train"]["final_accuracy"], report_one["train"]["final_accuracy"]);
+
+  const core::Example a = parameters_in(dir / "one"), b = parameters_in(dir / "two");
+  ASSERT_EQ(a.entries.size(), b.entries.size());
+  double largest_change = 0;
+  for (const auto& entry : a.entries) {
+    const DLTensor& x = entry.tensor->dl_tensor;
+    const DLTensor* y = b.find(entry.name.c_str());
+    ASSERT_NE(y, nullptr) << entry.name;
+    ASSERT_EQ(core::element_count(x), core::element_count(*y));
+    const auto* p = static_cast<const float*>(x.data);
+    const auto* q = static_cast<const float*>(y->data);
+    for (int64_t i = 0; i < core::element_count(x); ++i) {
+      // float32 sums in another order: the mean of two half-batch means is not bit for bit the batch's mean.
+      ASSERT_NEAR(p[i], q[i], 1e-4 + 1e-3 * std::fabs(p[i])) << entry.name << "[" << i << "]";
+      largest_change = std::max(largest_change, static_cast<double>(std::fabs(p[i] - q[i])));
+    }
+  }
+  RecordProperty("largest_difference", std::to_string(largest_change));
+}
+
+TEST_F(GlooTest, KilledRankMakesTheOtherFailNamingIt) {
+  const fs::path m = manifest(1024, 100000, {{"type", "gloo"}, {"timeout_s", 30}});
+  const int port = free_port();
+  RankProcess r0({"run", m.string(), "--set", "/train/checkpoint/dir=" + (dir / "c").string()}, rank_env(0, 2, port),
+                 dir / "r0.log");
+  RankProcess r1({"run", m.string(), "--set", "/train/checkpoint/dir=" + (dir / "c").string()}, rank_env(1, 2, port),
+                 dir / "r1.log");
+  ASSERT_TRUE(training_under_way(dir / "c", 60s)) << read_file(dir / "r0.log") << read_file(dir / "r1.log");
+  ::kill(r1.pid(), SIGKILL);
+  const auto killed_at = Clock::now();
+  const auto code = r0.wait_for(10s);
+  ASSERT_TRUE(code.has_value()) << "rank 0 still runs 10 s after rank 1 was killed";
+  const double seconds = std::chrono::duration<double>(Clock::now() - killed_at).count();
+  const std::string log = read_file(dir / "r0.log");
+  EXPECT_EQ(*code, 1) << log;
+  EXPECT_NE(log.find("lost rank 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("all_reduce"), std::string::npos) << log;
+  RecordProperty("seconds_to_fail", std::to_string(seconds));
+}
+
+TEST_F(GlooTest, StoppedRankMakesTheOtherTimeOut) {
+  const fs::path m = manifest(1024, 100000, {{"type", "gloo"}, {"timeout_s", 2}, {"rendezvous", "file"},
+                                             {"dir", (dir / "store").string()}});
+  const std::vector<std::string> args = {"run", m.string(), "--set", "/train/checkpoint/dir=" + (dir / "c").string()};
+  RankProcess r0(args, {"RANK=0", "WORLD_SIZE=2", "OMP_NUM_THREADS=1"}, dir / "r0.log");
+  RankProcess r1(args, {"RANK=1", "WORLD_SIZE=2", "OMP_NUM_THREADS=1"}, dir / "r1.log");
+  ASSERT_TRUE(training_under_way(dir / "c", 60s)) << read_file(dir / "r0.log") << read_file(dir / "r1.log");
+  ::kill(r1.pid(), SIGSTOP);
+  const auto stopped_at = Clock::now();
+  const auto code = r0.wait_for(15s);
+  ASSERT_TRUE(code.has_value()) << "rank 0 still runs 15 s after rank 1 stopped (timeout_s 2)";
+  const double seconds = std::chrono::duration<double>(Clock::now() - stopped_at).count();
+  const std::string log = read_file(dir / "r0.log");
+  EXPECT_EQ(*code, 1) << log;
+  EXPECT_GE(seconds, 1.5) << log;
+  EXPECT_NE(log.find("timed out after 2 s"), std::string::npos) << log;
+  EXPECT_NE(log.find("rank 1"), std::string::npos) << log;
+  ::kill(r1.pid(), SIGKILL);
+}
+
+// The launcher ends the other ranks when one dies and exits with its code; --resume then finishes the job on two
+// ranks exactly where an uninterrupted two-rank run ends.
+TEST_F(GlooTest, LauncherStopsTheRestWhenOneRankDiesAndResumeFinishesTheJob) {
+  const fs::path m = manifest(1024, 40, {{"type", "gloo"}, {"timeout_s", 30}});
+  {
+    // Checkpoints mid-epoch too (16 steps per epoch), so a resume may start inside one.
+    auto doc = nlohmann::json::parse(read_file(m));
+    doc["train"]["checkpoint"]["every_steps"] = 5;
+    write_file(m, doc.dump(2));
+  }
+  const auto whole = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2 --quiet --set " +
+                         "/train/checkpoint/dir=" + quote((dir / "whole").string()));
+  ASSERT_EQ(whole.exit_code, 0) << whole.output;
+
+  RankProcess launcher({"run", m.string(), "--nproc", "2", "--set", "/train/checkpoint/dir=" + (dir / "part").string()},
+                       {}, dir / "launcher.log");
+  ASSERT_TRUE(training_under_way(dir / "part", 60s)) << read_file(dir / "launcher.log");
+  const pid_t rank1 = child_with_rank(launcher.pid(), 1);
+  const pid_t rank0 = child_with_rank(launcher.pid(), 0);
+  ASSERT_GT(rank1, 0);
+  ASSERT_GT(rank0, 0);
+  ::kill(rank1, SIGKILL);
+  const auto code = launcher.wait_for(10s);
+  ASSERT_TRUE(code.has_value()) << "the launcher still runs 10 s after rank 1 was killed";
+  const std::string log = read_file(dir / "launcher.log");
+  EXPECT_EQ(*code, 128 + SIGKILL) << log;
+  EXPECT_NE(log.find("ramjet: rank 1 was killed by signal 9"), std::string::npos) << log;
+  EXPECT_NE(log.find("[rank 0] ramjet: failed: "), std::string::npos) << log;
+  EXPECT_NE(::kill(rank0, 0), 0) << "rank 0 outlived its launcher";
+  EXPECT_FALSE(same_bits(parameters_in(dir / "part"), parameters_in(dir / "whole"))) << "killed after the end";
+  fs::copy(dir / "part", dir / "part_one_rank");
+
+  const auto resumed = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2 --resume" +
+                           " --quiet --set /train/checkpoint/dir=" + quote((dir / "part").string()));
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_TRUE(same_bits(parameters_in(dir / "part"), parameters_in(dir / "whole")))
+      << "a resumed two-rank run ends bit for bit where the uninterrupted one does";
+
+  // The same checkpoint resumed by one rank with the same global batch ends there too, to float32 rounding.
+  const auto alone = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --resume --set " +
+                         "/train/strategy=single --set /train/checkpoint/dir=" + quote((dir / "part_one_rank").string()));
+  ASSERT_EQ(alone.exit_code, 0) << alone.output;
+  EXPECT_NE(alone.output.find("written by 2 ranks, resumed by 1"), std::string::npos) << alone.output;
+  const core::Example one = parameters_in(dir / "part_one_rank"), two = parameters_in(dir / "whole");
+  for (const auto& entry : one.entries) {
+    const auto* p = static_cast<const float*>(entry.tensor->dl_tensor.data);
+    const auto* q = static_cast<const float*>(two.find(entry.name.c_str())->data);
+    for (int64_t i = 0; i < core::element_count(entry.tensor->dl_tensor); ++i)
+      ASSERT_NEAR(p[i], q[i], 1e-4 + 1e-3 * std::fabs(q[i])) << entry.name << "[" << i << "]";
+  }
+}
+
+// Ranks started with different manifests fail at once on every rank, naming what differs — no hang, no silent
+// averaging of unrelated gradients.
+TEST_F(GlooTest, RanksWithDifferentManifestsAreRefusedNamingTheDifference) {
+  const fs::path m = manifest(1024, 3, {{"type", "gloo"}, {"timeout_s", 30}});
+  const int port = free_port();
+  const auto start = Clock::now();
+  RankProcess r0({"run", m.string(), "--set", "/train/checkpoint/dir=" + (dir / "c").string()}, rank_env(0, 2, port),
+                 dir / "r0.log");
+  RankProcess r1({"run", m.string(), "--set", "/train/checkpoint/dir=" + (dir / "c").string(), "--set",
+                  "/data/train/batch=128"},
+                 rank_env(1, 2, port), dir / "r1.log");
+  const auto c0 = r0.wait_for(20s), c1 = r1.wait_for(20s);
+  ASSERT_TRUE(c0.has_value() && c1.has_value()) << "ranks that disagree must not hang";
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 20.0);
+  for (const auto& [code, log] : {std::pair{*c0, read_file(dir / "r0.log")}, std::pair{*c1, read_file(dir / "r1.log")}}) {
+    EXPECT_EQ(code, 2) << log;
+    EXPECT_NE(log.find("the ranks disagree on the global batch (data.train.batch): rank 1 differs from rank 0 "
+                       "(rank 0: 64"),
+              std::string::npos)
+        << log;
+  }
+  EXPECT_NE(read_file(dir / "r1.log").find("rank 1: 128)"), std::string::npos) << read_file(dir / "r1.log");
+  EXPECT_FALSE(core::latest_checkpoint(dir / "c").has_value()) << "nothing was trained";
+}
+
+TEST_F(GlooTest, BadStrategyWordsAreRefusedBeforeAnyRankStarts) {
+  const fs::path m = manifest(256, 1, {{"type", "gloo"}, {"timeout_s", -1}, {"rendezvous", "pigeon"}, {"bogus", 1}});
+  const auto r = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("train.json#/train/strategy/timeout_s"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("train.json#/train/strategy/rendezvous"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("train.json#/train/strategy/bogus"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("[rank "), std::string::npos) << "no rank may start:\n" << r.output;
+
+  // The global batch must split evenly: 64 over 3 ranks does not.
+  const fs::path ok = manifest(256, 1);
+  const auto uneven = run(quote(host_binary().string()) + " run " + quote(ok.string()) + " --nproc 3");
+  EXPECT_EQ(uneven.exit_code, 2) << uneven.output;
+  EXPECT_NE(uneven.output.find("train.json#/data/train/batch: the global batch 64 does not split evenly across 3"),
+            std::string::npos)
+      << uneven.output;
+
+  // Without --nproc and without RANK/WORLD_SIZE, a gloo run says what is missing.
+  const auto alone = run("env -u RANK -u WORLD_SIZE " + quote(host_binary().string()) + " run " +
+                         quote(manifest(256, 1, "gloo").string()));
+  EXPECT_EQ(alone.exit_code, 2) << alone.output;
+  EXPECT_NE(alone.output.find("/train/strategy/world_size: not set"), std::string::npos) << alone.output;
+}
+
+// ---- the plugin's collectives, two ranks in one process (a thread each) over a file store ----------------------
+
+class GlooCollectives : public ::testing::Test {
+ protected:
+  TempDir dir;
+  core::PluginRegistry registry{core::DiscoveryOptions{{stock_plugin_dir()}, {}, {}}};
+
+  std::unique_ptr<core::Strategy> make(int rank, double timeout_s) {
+    core::CreateArgs args;
+    args.config = {{"rank", rank}, {"world_size", 2}, {"rendezvous", "file"}, {"dir", (dir / "store").string()},
+                   {"timeout_s", timeout_s}};
+    args.where = "test.json#/train/strategy";
+    return std::make_unique<core::Strategy>(registry.component(RAMJET_KIND_STRATEGY, "gloo"), args);
+  }
+  // Runs `work(rank)` for ranks 0 and 1 at once; an exception on either fails the test with its message.
+  template <class Work>
+  static void on_two_ranks(Work work) {
+    auto guarded = [&](int rank) {
+      try {
+        work(rank);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << "rank " << rank << ": " << e.what();
+      }
+    };
+    std::thread other(guarded, 1);
+    guarded(0);
+    other.join();
+  }
+  template <class T>
+  static core::TensorPtr tensor(DLDataType dtype, std::vector<T> values) {
+    const std::array<int64_t, 1> shape{static_cast<int64_t>(values.size())};
+    core::TensorPtr t = core::make_tensor(dtype, shape);
+    std::memcpy(t->dl_tensor.data, values.data(), values.size() * sizeof(T));
+    return t;
+  }
+  template <class T>
+  static std::vector<T> values(const core::TensorPtr& t) {
+    const auto* p = static_cast<const T*>(t->dl_tensor.data);
+    return std::vector<T>(p, p + core::element_count(t->dl_tensor));
+  }
+};
+
+constexpr DLDataType kF32{kDLFloat, 32, 1}, kF64{kDLFloat, 64, 1}, kI32{kDLInt, 32, 1}, kI64{kDLInt, 64, 1};
+
+TEST_F(GlooCollectives, BroadcastAllReduceBarrierAndNonBlockingAllReduceGiveTheRightValues) {
+  on_two_ranks([&](int rank) {
+    auto s = make(rank, 20);
+    EXPECT_EQ(s->rank(), rank);
+    EXPECT_EQ(s->world_size(), 2);
+    EXPECT_TRUE(s->has_all_reduce_start());
+
+    auto b = tensor<int32_t>(kI32, rank == 1 ? std::vector<int32_t>{7, 8, 9} : std::vector<int32_t>{0, 0, 0});
+    s->broadcast(b->dl_tensor, 1);
+    EXPECT_EQ(values<int32_t>(b), (std::vector<int32_t>{7, 8, 9})) << "rank " << rank;
+
+    auto sum = tensor<float>(kF32, {1.0f + rank, 2.0f * rank});
+    s->all_reduce(sum->dl_tensor, RAMJET_REDUCE_SUM);
+    EXPECT_EQ(values<float>(sum), (std::vector<float>{3, 2}));
+    auto mean = tensor<double>(kF64, {static_cast<double>(rank), 4});
+    s->all_reduce(mean->dl_tensor, RAMJET_REDUCE_MEAN);
+    EXPECT_EQ(values<double>(mean), (std::vector<double>{0.5, 4}));
+    auto most = tensor<int64_t>(kI64, {10 * rank, -rank});
+    s->all_reduce(most->dl_tensor, RAMJET_REDUCE_MAX);
+    EXPECT_EQ(values<int64_t>(most), (std::vector<int64_t>{10, 0}));
+    auto least = tensor<int64_t>(kI64, {10 * rank, -rank});
+    s->all_reduce(least->dl_tensor, RAMJET_REDUCE_MIN);
+    EXPECT_EQ(values<int64_t>(least), (std::vector<int64_t>{0, -1}));
+
+    // Three in flight at once, waited for in another order than started.
+    std::vector<core::TensorPtr> pending;
+    std::vector<uint64_t> handles;
+    for (int k = 0; k < 3; ++k) {
+      pending.push_back(tensor<float>(kF32, std::vector<float>(1000, static_cast<float>(k + rank))));
+      handles.push_back(s->all_reduce_start(pending.back()->dl_tensor, RAMJET_REDUCE_SUM));
+    }
+    for (int k = 2; k >= 0; --k) {
+      s->all_reduce_wait(handles[static_cast<size_t>(k)]);
+      EXPECT_EQ(values<float>(pending[static_cast<size_t>(k)]), std::vector<float>(1000, static_cast<float>(2 * k + 1)));
+    }
+    s->barrier();
+
+    // A mean of integers has no exact answer: refused before anything is sent, on every rank alike.
+    auto ints = tensor<int32_t>(kI32, {1});
+    try {
+      s->all_reduce(ints->dl_tensor, RAMJET_REDUCE_MEAN);
+      ADD_FAILURE() << "a mean of int32 must be refused";
+    } catch (const core::InvalidInput& e) {
+      EXPECT_NE(std::string(e.what()).find("float32 or float64"), std::string::npos) << e.what();
+    }
+    s->barrier();  // the refusal left the mesh usable
+  });
+}
+
+TEST_F(GlooCollectives, APeerThatNeverJoinsTheCollectiveIsATimeoutNamingIt) {
+  on_two_ranks([&](int rank) {
+    auto s = make(rank, 1);
+    if (rank == 1) {
+      std::this_thread::sleep_for(4s);  // alive, connected, and silent: a stalled peer
+      return;
+    }
+    auto t = tensor<float>(kF32, {1, 2, 3});
+    const auto start = Clock::now();
+    try {
+      s->all_reduce(t->dl_tensor, RAMJET_REDUCE_SUM);
+      ADD_FAILURE() << "an all-reduce without its peer must fail";
+    } catch (const core::RuntimeFailure& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("gloo strategy, rank 0 of 2: all_reduce #1 of float32[3] failed: timed out after 1 s"),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find("waiting for rank 1"), std::string::npos) << message;
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    EXPECT_GE(seconds, 0.9);
+    EXPECT_LT(seconds, 6.0);  // 1 s, and room for a loaded machine
+    // The mesh is broken now: a later collective fails at once with the first failure, never waits again.
+    const auto again = Clock::now();
+    EXPECT_THROW(s->barrier(), core::RuntimeFailure);
+    EXPECT_LT(std::chrono::duration<double>(Clock::now() - again).count(), 1.0);
+  });
+}
+
+}  // namespace
+}  // namespace ramjet::test
