@@ -91,18 +91,22 @@ def main():
             sys.exit(f"unknown row(s) {', '.join(unknown)}; rows: {', '.join(runners)}")
         runners = {name: runners[name] for name in wanted}
     rows = []
-    for name, runner in runners.items():
-        results = []
-        for r in range(a.repeat):
+    # Rounds: every row once, then every row again. The shared machine's speed drifts over minutes; interleaving
+    # spreads the drift over all rows instead of favouring whichever ran first.
+    results = {name: [] for name in runners}
+    for r in range(a.repeat):
+        for name, runner in runners.items():
             log(f"{name} run {r + 1}/{a.repeat}")
             try:
-                results.append(runner())
+                results[name].append(runner())
             except subprocess.CalledProcessError as e:
                 log(f"{name} failed: {e.stderr or e}")
-        if not results:
+    for name in runners:
+        if not results[name]:
             rows.append({"name": name, "samples_per_s": None, "error": "failed (see stderr)"})
             continue
-        rows.append({"name": name, "samples_per_s": round(statistics.median(x["samples_per_s"] for x in results), 1)})
+        runs = [round(x["samples_per_s"], 1) for x in results[name]]
+        rows.append({"name": name, "samples_per_s": round(statistics.median(runs), 1), "runs": runs})
     peak = None
     if a.matmul_peak and os.path.exists(a.matmul_peak):
         peak = last_json([a.matmul_peak], env=dict(os.environ, OMP_NUM_THREADS=t))
@@ -128,7 +132,8 @@ def main():
     for r in rows:
         extra = f"  {r['fraction_of_matmul_peak']:.0%} of matmul peak" if r.get("fraction_of_matmul_peak") else ""
         value = f"{r['samples_per_s']:12.0f}" if r["samples_per_s"] else "      failed"
-        print(f"{r['name']:17} {value} samples/s{extra}")
+        runs = "  runs " + " · ".join(f"{x:.0f}" for x in r["runs"]) if r.get("runs") else ""
+        print(f"{r['name']:17} {value} samples/s{extra}{runs}")
     for c in checks:
         print(f"{c['ratio']:60} {c['value']:6.3f}  target {c['target']}  {'met' if c['met'] else 'MISSED'}")
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The speed-up staircase on Fashion-MNIST: the same CNN trained with a plain serial pipeline, then with a
-# parallel, cached, prefetched one, then in mixed_bfloat16 — each run's report, then one HTML page comparing
-# them (speed-ups against the first step).
+# parallel, cached, prefetched one, then in mixed_bfloat16, then on two local ranks (gloo, `--nproc 2`, each rank
+# with half the cores) — each run's report, then one HTML page comparing them (speed-ups against the first step).
 #
 #   examples/staircase/run.sh [RAMJET] [OUT_DIR] [RUN_ARGS...]   (defaults: `ramjet` on PATH, runs/staircase)
 #
@@ -21,7 +21,9 @@ for manifest in "$HERE"/[0-9]_*.json; do
   echo "== $step"
   log="$OUT/$step.log"
   status=0
-  "$RAMJET" run "$manifest" --report "$OUT/$step.json" "$@" 2>&1 | tee "$log" || status=${PIPESTATUS[0]}
+  ranks=()
+  if grep -q '"strategy"' "$manifest"; then ranks=(--nproc 2); fi
+  "$RAMJET" run "$manifest" "${ranks[@]}" --report "$OUT/$step.json" "$@" 2>&1 | tee "$log" || status=${PIPESTATUS[0]}
   if [ "$status" -ne 0 ]; then
     if [ "$status" -eq 2 ] && grep -q "needs a CPU with AVX-512" "$log"; then
       echo "== $step skipped: this CPU cannot run it (see $log)"

@@ -1,12 +1,14 @@
 #include "ramjet/plugin/trace.hpp"
 
 #include "ramjet/plugin/atomic_file.hpp"
+#include "ramjet/plugin/failure.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -132,7 +134,11 @@ std::string Trace::finish() {
   enabled_.store(false, std::memory_order_release);
   Recording& r = recording();
   std::lock_guard lock(r.mutex);
-  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  // Where this trace's zero lies on the machine's monotonic clock (steady_clock is CLOCK_MONOTONIC on Linux, one
+  // clock for every process): merge_rank_traces lines the ranks' traces up with it.
+  const int64_t origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(r.origin.time_since_epoch()).count();
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"monotonic_origin_ns\":" +
+                    std::to_string(origin_ns) + "},\"traceEvents\":[\n";
   append_metadata(out, "process_name", r.pid, 0, r.process_name);
   for (size_t i = 0; i < r.buffers.size(); ++i) {
     ThreadBuffer& b = *r.buffers[i];
@@ -166,5 +172,30 @@ std::string Trace::finish() {
 }
 
 void Trace::finish_to(const std::filesystem::path& path) { write_file_atomically(path, finish()); }
+
+void merge_rank_traces(const std::filesystem::path& into, const std::vector<std::filesystem::path>& parts) {
+  auto read = [](const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array() ||
+        !doc.contains("otherData") || !doc["otherData"].contains("monotonic_origin_ns") ||
+        !doc["otherData"]["monotonic_origin_ns"].is_number_integer())
+      throw RuntimeFailure(path.string() + ": not a trace that ramjet wrote (no traceEvents or monotonic_origin_ns)");
+    return doc;
+  };
+  nlohmann::json merged = read(into);
+  const int64_t origin = merged["otherData"]["monotonic_origin_ns"].get<int64_t>();
+  for (const auto& part : parts) {
+    const nlohmann::json doc = read(part);
+    const double shift_us = static_cast<double>(doc["otherData"]["monotonic_origin_ns"].get<int64_t>() - origin) / 1000;
+    for (nlohmann::json event : doc["traceEvents"]) {
+      if (event.value("ph", "") != "M" && event.contains("ts") && event["ts"].is_number())
+        event["ts"] = event["ts"].get<double>() + shift_us;
+      merged["traceEvents"].push_back(std::move(event));
+    }
+  }
+  write_file_atomically(into, merged.dump() + "\n");
+  for (const auto& part : parts) std::filesystem::remove(part);
+}
 
 }  // namespace ramjet::core

@@ -2,6 +2,7 @@
 
 #include "ramjet/plugin/failure.hpp"
 #include "ramjet/plugin/machine_limits.hpp"
+#include "ramjet/plugin/trace.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -106,6 +107,14 @@ std::string how_it_ended(int status) {
   return "exited with code " + std::to_string(exit_code_of(status));
 }
 
+// One trace of the job, as --trace FILE promises: the other ranks' files (FILE.rank<K>) joined into rank 0's, each
+// rank on its own process track.
+void merge_traces(const std::filesystem::path& trace, int nproc) {
+  std::vector<std::filesystem::path> parts;
+  for (int k = 1; k < nproc; ++k) parts.push_back(trace.string() + ".rank" + std::to_string(k));
+  merge_rank_traces(trace, parts);
+}
+
 std::vector<std::string> rank_args(const LaunchOptions& o, int rank) {
   std::vector<std::string> args = o.args;
   if (rank == 0) return args;
@@ -177,6 +186,7 @@ LaunchOptions local_launch(const std::vector<std::string>& run_args, PipelineMan
   o.args = {"run"};
   for (size_t i = 0; i < run_args.size(); ++i) {
     if (run_args[i] == "--nproc") ++i;  // and its value
+    else if (run_args[i].rfind("--trace=", 0) == 0) o.args.insert(o.args.end(), {"--trace", run_args[i].substr(8)});
     else if (run_args[i].rfind("--nproc=", 0) != 0) o.args.push_back(run_args[i]);
   }
   nlohmann::json& train = manifest.doc["train"];
@@ -188,6 +198,8 @@ LaunchOptions local_launch(const std::vector<std::string>& run_args, PipelineMan
                        std::to_string(nproc) + " needs a multi-process strategy (\"gloo\", or leave it out)");
   }
   o.per_rank_file_flags = {"--trace"};
+  for (size_t i = 0; i + 1 < o.args.size(); ++i)
+    if (o.args[i] == "--trace") o.trace = o.args[i + 1];
   o.threads_per_rank = std::max(1, cpu_count() / nproc);
   return o;
 }
@@ -275,6 +287,7 @@ int launch_local_ranks(const LaunchOptions& o) {
   if (first_failure) return *first_failure;
   for (const auto& r : ranks)
     if (r.exit_code && *r.exit_code != 0) return *r.exit_code;
+  if (o.trace) merge_traces(*o.trace, o.nproc);
   return 0;
 }
 

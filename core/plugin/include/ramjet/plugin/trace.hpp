@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace ramjet::core {
 
@@ -37,6 +38,11 @@ class Trace {
  private:
   static std::atomic<bool> enabled_;
 };
+
+// One trace of a job's ranks: the events of each of `parts` (traces that other ranks' processes on this machine
+// wrote, each on its own process track) appended to the trace at `into`, their timestamps moved onto its clock;
+// `into` is rewritten atomically and the parts removed. Throws RuntimeFailure when a file is not such a trace.
+void merge_rank_traces(const std::filesystem::path& into, const std::vector<std::filesystem::path>& parts);
 
 // Records [construction, destruction) as one complete event on the calling thread, when tracing is on.
 class TraceSpan {

@@ -6,6 +6,8 @@
 
 #include "ramjet/plan/pipeline_manifest.hpp"
 
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,8 @@ struct LaunchOptions {
   // as --trace FILE).
   std::vector<std::string> per_rank_file_flags;
   int threads_per_rank = 1;
+  // --trace FILE: when every rank succeeded, the others' FILE.rank<K> are merged into FILE (one track per rank).
+  std::optional<std::filesystem::path> trace;
 };
 
 // What `ramjet run ARGS --nproc N` starts: every rank runs `run` with ARGS less --nproc. A manifest that names no
