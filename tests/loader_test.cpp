@@ -10,6 +10,9 @@
 
 #include <elf.h>
 
+#include <atomic>
+#include <thread>
+
 using namespace ramjet::core;
 using namespace ramjet::test;
 
@@ -257,6 +260,27 @@ TEST(Loader, LibraryStaysLoadedWhileAComponentLivesAndUnloadsAfter) {
   EXPECT_FLOAT_EQ(*static_cast<float*>(ex.find("value")->data), 6);
   ex = Example{};
   EXPECT_FALSE(mapped()) << "the library must unload with the last thing made from it";
+}
+
+TEST(Loader, ThreadsAskingAtOnceShareOneLoadedLibrary) {
+  // Ranks run as threads in the strategy tests, each asking the one registry for its component at the same moment.
+  auto registry = registry_of({fixture_dir("c_plugin")});
+  constexpr int kThreads = 8;
+  std::vector<ComponentRef> refs(kThreads);
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] {
+      ++ready;
+      while (ready.load() < kThreads) std::this_thread::yield();
+      refs[static_cast<size_t>(i)] = registry.component(RAMJET_KIND_TRANSFORM, i % 2 ? "c_scale" : "c_own");
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& ref : refs) {
+    ASSERT_NE(ref.library, nullptr);
+    EXPECT_EQ(ref.library.get(), refs.front().library.get()) << "the library was loaded more than once";
+    EXPECT_NE(ref.component, nullptr);
+  }
 }
 
 TEST(Loader, ListingWithLoadReportsEachFailure) {

@@ -169,6 +169,7 @@ std::vector<std::string> PluginRegistry::available(ramjet_component_kind kind) c
 std::shared_ptr<PluginLibrary> PluginRegistry::load(const PluginEntry& entry) {
   if (!entry.manifest) throw RuntimeFailure("cannot load " + entry.manifest_path.string() + ": " + entry.status);
   const std::string key = entry.manifest_path.string();
+  std::lock_guard lock(loading_);
   if (auto existing = loaded_[key].lock()) return existing;
   auto library = PluginLibrary::load(*entry.manifest);
   loaded_[key] = library;

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,7 +72,8 @@ class PluginRegistry {
   // Opens (or reuses) the entry's library. Throws RuntimeFailure with the reason.
   std::shared_ptr<PluginLibrary> load(const PluginEntry& entry);
   // Finds and loads the component. Throws InvalidInput when no plugin offers it (listing those that exist),
-  // RuntimeFailure when its plugin fails to load.
+  // RuntimeFailure when its plugin fails to load. Safe to call from several threads at once (ranks run as threads
+  // in tests, and an embedding application may build components in parallel): each library is loaded once.
   ComponentRef component(ramjet_component_kind kind, std::string_view name);
 
  private:
@@ -81,6 +83,7 @@ class PluginRegistry {
   std::vector<PluginEntry> plugins_;
   std::vector<std::string> warnings_;
   std::map<std::pair<int, std::string>, size_t> providers_;  // (kind, name) -> index into plugins_
+  std::mutex loading_;  // guards loaded_
   std::map<std::string, std::weak_ptr<PluginLibrary>> loaded_;  // by manifest path
 };
 
