@@ -224,7 +224,7 @@ TEST_F(GlooTest, TwoRanksEndWhereOneRankWithTheGlobalBatchEnds) {
   EXPECT_EQ(two.output.find("[rank 1] "), std::string::npos) << "only rank 0 prints:\n" << two.output;
 
   const auto report = nlohmann::json::parse(read_file(dir / "two.json"));
-  EXPECT_EQ(report["train"]["strategy"], "gloo");
+  EXPECT_EQ(report["train"]["strategy"]["name"], "gloo");
   EXPECT_EQ(report["train"]["replicas"], 2);
   EXPECT_EQ(report["train"]["global_batch"], 64);
   EXPECT_EQ(report["train"]["steps"], 96);
@@ -253,6 +253,52 @@ TEST_F(GlooTest, TwoRanksEndWhereOneRankWithTheGlobalBatchEnds) {
     }
   }
   RecordProperty("largest_difference", std::to_string(largest_change));
+}
+
+TEST_F(GlooTest, GradientsTravelInBucketsCappedByBucketMbAndRunsRepeatBitForBit) {
+  // The model's gradients in the order backward finishes them (the reverse of the model's): dense_1/kernel 1,280 B,
+  // dense_1/bias 40 B, dense/kernel 100,352 B, dense/bias 128 B (101,800 B in all). A cap of 0.001 MiB (1,048 B)
+  // closes a bucket after dense_1/kernel and another after dense/kernel, leaving dense/bias a third; the default
+  // (the first bucket closing at 1 MiB) holds them all in one.
+  const fs::path m = manifest(512, 2, {{"type", "gloo"}, {"bucket_mb", 0.001}});
+  auto train = [&](const std::string& name, const std::string& extra) {
+    const auto r = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2 --quiet" +
+                       " --set /train/checkpoint/dir=" + quote((dir / name).string()) + " --report " +
+                       quote((dir / (name + ".json")).string()) + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return nlohmann::json::parse(read_file(dir / (name + ".json")))["train"]["strategy"];
+  };
+  const auto first = train("first", "");
+  const auto again = train("again", "");
+  const auto one_bucket = train("default", " --set /train/strategy=gloo");
+
+  EXPECT_EQ(first["name"], "gloo");
+  EXPECT_EQ(first["world_size"], 2);
+  EXPECT_EQ(first["buckets"], 3);
+  EXPECT_EQ(first["bucket_bytes"], 101800);
+  EXPECT_EQ(first["flat_buckets"], 3) << "the cpu backend packs its gradients in this order: each bucket is one view";
+  EXPECT_EQ(first["overlapped"], true);
+  EXPECT_DOUBLE_EQ(first["bucket_mb"].get<double>(), 0.001);
+  EXPECT_EQ(one_bucket["buckets"], 1);
+  EXPECT_DOUBLE_EQ(one_bucket["bucket_mb"].get<double>(), 25);
+  for (const auto& s : {first, one_bucket}) {
+    EXPECT_GE(s["hidden_fraction"].get<double>(), 0.0);
+    EXPECT_LE(s["hidden_fraction"].get<double>(), 1.0);
+    EXPECT_GT(s["unhidden_all_reduce_s_per_step"].get<double>(), 0.0);
+    EXPECT_GE(s["all_reduce_s_per_step"].get<double>(), 0.0);
+    EXPECT_DOUBLE_EQ(s["samples_per_s"].get<double>(), 2 * s["samples_per_s_per_rank"].get<double>());
+  }
+  // A fixed world size and bucket plan: the same weights, bit for bit, every time.
+  EXPECT_TRUE(same_bits(parameters_in(dir / "first"), parameters_in(dir / "again")));
+}
+
+TEST_F(GlooTest, ABucketCapOutOfRangeIsRefusedWithItsPointer) {
+  const fs::path m = manifest(128, 1, {{"type", "gloo"}, {"bucket_mb", 0}});
+  const auto r = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2 --quiet");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("/train/strategy/bucket_mb: must be a number of MiB above 0 and at most 4096, got 0"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST_F(GlooTest, KilledRankMakesTheOtherFailNamingIt) {

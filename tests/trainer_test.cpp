@@ -86,7 +86,7 @@ TEST_F(TrainerTest, LearnsAndReportsWhatUsersNeed) {
   EXPECT_EQ(t["steps"], 96);
   EXPECT_EQ(t["epochs_run"], 3);
   EXPECT_EQ(t["precision"], "float32");
-  EXPECT_EQ(t["strategy"], "single");
+  EXPECT_EQ(t["strategy"]["name"], "single");
   EXPECT_GT(t["samples_per_s"].get<double>(), 0);
   EXPECT_GE(t["input_wait_fraction"].get<double>(), 0);
   EXPECT_LT(t["input_wait_fraction"].get<double>(), 1);
@@ -278,7 +278,7 @@ TEST_F(TrainerTest, MirroredStrategyBroadcastsReducesShardsAndOnlyRankZeroWrites
   EXPECT_EQ(report0["train"]["steps"], 16);
   EXPECT_EQ(report0["train"]["replicas"], 2);
   EXPECT_EQ(report0["train"]["global_batch"], 64);
-  EXPECT_EQ(report0["train"]["strategy"], "fake_mirror");
+  EXPECT_EQ(report0["train"]["strategy"]["name"], "fake_mirror");
   EXPECT_EQ(calls0["broadcasts"], 1 + 2);          // the agreement check, then dense/kernel and dense/bias
   // The agreement check, every gradient at every update, and each epoch's metrics.
   EXPECT_EQ(calls0["all_reduces"], 1 + 16 * 2 + 2);

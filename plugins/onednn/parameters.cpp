@@ -3,6 +3,8 @@
 #include "kernels.hpp"
 #include "layout.hpp"
 
+#include <algorithm>
+
 namespace onednn {
 
 DLTensor float_view(float* data, const Shape& shape) {
@@ -17,14 +19,26 @@ DLTensor float_view(float* data, const Shape& shape) {
   return t;
 }
 
-ParameterStore::ParameterStore(const std::vector<std::pair<std::string, Shape>>& specs, const dnnl::engine& engine) {
+ParameterStore::ParameterStore(const std::vector<std::pair<std::string, Shape>>& specs,
+                               const std::vector<std::string>& model_order, const dnnl::engine& engine) {
+  // Every gradient lives in one buffer, packed in reverse model order (the order backward finishes them), so the
+  // host can all-reduce a bucket of neighbouring gradients as one view of it, with no copy (PyTorch DDP's
+  // gradient_as_bucket_view, the other way round).
+  std::map<std::string, size_t> offset;
+  size_t total = 0;
+  for (auto it = model_order.rbegin(); it != model_order.rend(); ++it)
+    for (const auto& [name, shape] : specs)
+      if (name == *it && !offset.count(name)) offset[name] = total, total += static_cast<size_t>(product(shape));
+  for (const auto& [name, shape] : specs)
+    if (!offset.count(name)) offset[name] = total, total += static_cast<size_t>(product(shape));
+  gradient_arena_ = dnnl::memory(row_major_md({static_cast<int64_t>(std::max<size_t>(total, 1))}), engine);
   for (const auto& [name, shape] : specs) {
     auto p = std::make_unique<Param>();
     p->name = name;
     p->shape = shape;
     const md desc = row_major_md(shape);
     p->value = dnnl::memory(desc, engine);
-    p->grad = dnnl::memory(desc, engine);
+    p->grad = dnnl::memory(desc, engine, floats(gradient_arena_) + offset[name]);
     zero_floats(p->data(), p->count());  // parameters start at zero; the host sets them
     zero_floats(p->grad_data(), p->count());
     p->grad_view.dl_tensor = float_view(p->grad_data(), p->shape);

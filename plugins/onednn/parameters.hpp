@@ -33,7 +33,10 @@ struct Param {
 
 class ParameterStore {
  public:
-  ParameterStore(const std::vector<std::pair<std::string, Shape>>& specs, const dnnl::engine& engine);
+  // `model_order` names the parameters in the order the model uses them; their gradients are packed in the reverse
+  // of it (those it leaves out after the rest).
+  ParameterStore(const std::vector<std::pair<std::string, Shape>>& specs, const std::vector<std::string>& model_order,
+                 const dnnl::engine& engine);
   ParameterStore(const ParameterStore&) = delete;
   ParameterStore& operator=(const ParameterStore&) = delete;
 
@@ -42,6 +45,7 @@ class ParameterStore {
   const std::vector<std::unique_ptr<Param>>& all() const { return params_; }
 
  private:
+  dnnl::memory gradient_arena_;  // every Param::grad points into it; declared first, so it outlives them
   std::vector<std::unique_ptr<Param>> params_;
   std::map<std::string, Param*> by_name_;
 };

@@ -17,6 +17,17 @@ std::vector<std::pair<std::string, Shape>> param_specs(const Graph& graph) {
   return specs;
 }
 
+// The parameters in the order the model uses them (the first node that reads each), which backward reverses: the
+// order the gradients are packed in, so that the host's buckets of neighbouring gradients are neighbours in memory.
+std::vector<std::string> model_order(const Graph& graph) {
+  std::vector<std::string> order;
+  std::set<std::string> seen;
+  for (const NodeSpec& node : graph.nodes)
+    for (const auto& [role, name] : node.params)
+      if (seen.insert(name).second) order.push_back(name);
+  return order;
+}
+
 // A node's "trainable" attribute lists the roles that learn (batch_norm: gamma and beta); without it, all do. A
 // parameter is trainable unless every node reading it says otherwise; `users` counts the nodes it learns in.
 void mark_trainable(const Graph& graph, ParameterStore& params) {
@@ -71,7 +82,7 @@ ramjet::Tensor copy_of(const float* data, const Shape& shape) {
 
 Program::Program(Graph graph, CompileOptions options, int threads)
     : graph_(std::move(graph)), options_(std::move(options)), threads_(threads), engine_(dnnl::engine::kind::cpu, 0),
-      stream_(engine_), params_(param_specs(graph_), engine_) {
+      stream_(engine_), params_(param_specs(graph_), model_order(graph_), engine_) {
   mark_trainable(graph_, params_);
   optimizer_ = std::make_unique<Optimizer>(options_.optimizer, params_);
   ThreadScope scope(threads_);

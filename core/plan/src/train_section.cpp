@@ -61,6 +61,14 @@ const Fields& schedule_fields() {
   return fields;
 }
 
+// A bucket of a few GiB would only be one copy of every gradient in flight at once, with no overlap left.
+constexpr double kMaxBucketMb = 4096;
+
+std::optional<double> read_bucket_mb(const json& v) {
+  if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > kMaxBucketMb) return std::nullopt;
+  return v.get<double>();
+}
+
 }  // namespace
 
 std::optional<ScheduleConfig> read_schedule(const json& v, const std::string& pointer, std::vector<Problem>& problems) {
@@ -124,8 +132,17 @@ std::optional<TrainConfig> read_train(const json& t, SectionReader& reader, uint
   else return std::nullopt;  // nothing else can be judged without the backend
   if (t.contains("precision") && t["precision"] != "float32")
     c.precision = reader.component(t["precision"], "/train/precision", RAMJET_KIND_PRECISION_POLICY, true, seed);
-  if (t.contains("strategy") && t["strategy"] != "single")
-    c.strategy = reader.component(t["strategy"], "/train/strategy", RAMJET_KIND_STRATEGY, true, seed);
+  if (t.contains("strategy") && t["strategy"] != "single") {
+    json strategy = t["strategy"];
+    if (strategy.is_object() && strategy.contains("bucket_mb")) {
+      if (auto mb = read_bucket_mb(strategy["bucket_mb"])) c.bucket_mb = *mb;
+      else reader.add("/train/strategy/bucket_mb", "must be a number of MiB above 0 and at most " +
+                                                       std::to_string(static_cast<int>(kMaxBucketMb)) + ", got " +
+                                                       ramjet::quote_value(strategy["bucket_mb"]));
+      strategy.erase("bucket_mb");
+    }
+    c.strategy = reader.component(strategy, "/train/strategy", RAMJET_KIND_STRATEGY, true, seed);
+  }
 
   if (t.contains("optimizer")) c.optimizer = t["optimizer"];
   if (t.contains("schedule")) {

@@ -197,6 +197,25 @@ std::string export_table(const ExportSummary& x) {
   return h + "</table>\n";
 }
 
+// How the replicas shared the gradients: the buckets, and how much of their all-reduce backward hid.
+std::string strategy_table(const StrategySummary& d, int64_t replicas) {
+  auto or_dash = [](const std::optional<double>& v, auto format) { return v ? format(*v) : std::string("—"); };
+  auto row = [](const std::string& name, const std::string& value) {
+    return "<tr><td>" + name + "</td><td>" + html_escape(value) + "</td></tr>\n";
+  };
+  std::string h = "<h4>Gradient all-reduce (train.strategy)</h4>\n<table class=\"settings\">\n";
+  h += row("replicas", std::to_string(replicas));
+  h += row("buckets", std::to_string(d.buckets) + " (" + format_number(static_cast<double>(d.bucket_bytes) / 1e6) +
+                          " MB of gradients)");
+  h += row("all-reduce per step, not hidden",
+           or_dash(d.all_reduce_s_per_step, [](double v) { return format_seconds(v); }));
+  h += row("all-reduce per step, alone", or_dash(d.unhidden_all_reduce_s_per_step, [](double v) { return format_seconds(v); }));
+  h += row("hidden behind backward", d.overlapped ? or_dash(d.hidden_fraction, [](double v) { return format_percent(v); })
+                                                  : std::string("none (the strategy has no non-blocking all-reduce)"));
+  h += row("samples/s per rank", or_dash(d.samples_per_s_per_rank, [](double v) { return format_number(v); }));
+  return h + "</table>\n";
+}
+
 std::string run_card(const LabelledRun& labelled, size_t index, double longest_wall) {
   const RunReport& r = labelled.run;
   std::string h = "<article class=\"card run\" id=\"run-" + std::to_string(index + 1) + "\">\n<h3>" + swatch(index) +
@@ -221,6 +240,7 @@ std::string run_card(const LabelledRun& labelled, size_t index, double longest_w
   h += "</div><div>\n<h4>Input pipeline (data.train)</h4>\n";
   h += r.pipeline ? pipeline_table(*r.pipeline) : "<p class=\"note\">The report has no <code>data.train</code>.</p>\n";
   if (r.exported) h += export_table(*r.exported);
+  if (r.distributed) h += strategy_table(*r.distributed, r.replicas);
   h += "</div></div>\n</article>\n";
   return h;
 }

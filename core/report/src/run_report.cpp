@@ -211,7 +211,23 @@ RunReport run_report_from_json(const nlohmann::json& report, const std::string& 
   RunReport r;
   r.manifest = f.optional_string("/manifest").value_or("");
   r.precision = f.optional_string("/train/precision").value_or("");
-  r.strategy = f.optional_string("/train/strategy").value_or("");
+  // An object since the gradient buckets (name, world size, buckets, timings); a bare name before.
+  if (const json* s = f.find("/train/strategy"); s != nullptr && s->is_object()) {
+    r.strategy = f.optional_string("/train/strategy/name").value_or("");
+    if (f.find("/train/strategy/buckets")) {
+      StrategySummary d;
+      d.buckets = f.optional_integer("/train/strategy/buckets").value_or(0);
+      d.bucket_bytes = f.optional_integer("/train/strategy/bucket_bytes").value_or(0);
+      d.overlapped = f.optional_bool("/train/strategy/overlapped").value_or(false);
+      d.all_reduce_s_per_step = f.optional_number("/train/strategy/all_reduce_s_per_step");
+      d.unhidden_all_reduce_s_per_step = f.optional_number("/train/strategy/unhidden_all_reduce_s_per_step");
+      d.hidden_fraction = f.optional_number("/train/strategy/hidden_fraction");
+      d.samples_per_s_per_rank = f.optional_number("/train/strategy/samples_per_s_per_rank");
+      r.distributed = d;
+    }
+  } else {
+    r.strategy = f.optional_string("/train/strategy").value_or("");
+  }
   r.backend = f.optional_string("/train/backend").value_or("");
   r.replicas = f.optional_integer("/train/replicas").value_or(1);
   r.wall_s = f.number("/train/wall_s");

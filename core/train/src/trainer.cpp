@@ -15,8 +15,10 @@
 #include "ramjet/train/tensorboard_writer.hpp"
 #include "ramjet/train/training_callbacks.hpp"
 #include "ramjet/train/verdict.hpp"
+#include "gradient_buckets.hpp"
 #include "replica_agreement.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -85,8 +87,10 @@ class Trainer {
       TraceSpan span("resume");
       resume();
     }
+    plan_gradient_buckets();
     agree_with_other_replicas();
     broadcast_parameters();
+    measure_unhidden_all_reduce();
     loop();
     if (tensorboard_) tensorboard_->flush();  // a write that fails here fails the run, not a destructor silently
     if (early_ && early_->restore_best() && !best_parameters_.entries.empty())
@@ -235,6 +239,21 @@ class Trainer {
                                                 std::to_string(cfg_.epochs) + " epochs are done, nothing is left to train");
   }
 
+  void plan_gradient_buckets() {
+    if (!strategy_ || world_ < 2) return;
+    buckets_ = std::make_unique<GradientBuckets>(*strategy_, gradients(), GradientBuckets::model_order_of(plan_.graph->ir),
+                                                 static_cast<size_t>(cfg_.bucket_mb * 1024.0 * 1024.0));
+  }
+
+  // One step's all-reduces with nothing to hide behind, timed once before training: what makes the fraction that
+  // backward hides measurable (the strategy is not asked when each bucket's transfer ends, only when it is waited
+  // for). The gradients' values are overwritten by the first backward.
+  void measure_unhidden_all_reduce() {
+    if (!buckets_ || !buckets_->overlaps()) return;  // blocking all-reduces hide nothing
+    TraceSpan span("all-reduce timing");
+    unhidden_all_reduce_s_ = buckets_->measure_unhidden_seconds(2);
+  }
+
   // Before the first collective on weights, every rank checks that all ranks are about to train the same thing.
   void agree_with_other_replicas() {
     if (!strategy_ || world_ < 2) return;
@@ -249,6 +268,7 @@ class Trainer {
     check_replicas_agree(*strategy_, rank_, world_,
                          {{"the model (its graph)", agreement_hash(plan_.graph->ir.dump()), false},
                           {"the trained parameters' names and shapes", agreement_hash(parameters), false},
+                          {"the gradient buckets (train.strategy.bucket_mb)", agreement_hash(buckets_->plan_text()), false},
                           {"the global batch (data.train.batch)", global_batch_, true},
                           {"the steps per epoch (the size of data.train, its take)", steps_per_epoch_, true},
                           {"train.epochs", cfg_.epochs, true},
@@ -311,8 +331,12 @@ class Trainer {
     step_samples_ += n;
     const float loss_scale = policy_ ? policy_->loss_scale() : 1.0f;
     int32_t nonfinite = 0;
+    // The backward that makes the gradients final tells the buckets as each one is, so all-reduces start early.
+    const bool overlap = buckets_ && buckets_->overlaps() && micro_ + 1 == cfg_.accumulate;
+    if (overlap) buckets_->arm();
     const ramjet_backward_args bwd{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, loss_scale, micro_ > 0 ? 1 : 0,
-                                   nullptr, nullptr, policy_ ? &nonfinite : nullptr};
+                                   overlap ? &GradientBuckets::on_grad_ready : nullptr,
+                                   overlap ? buckets_.get() : nullptr, policy_ ? &nonfinite : nullptr};
     {
       TraceSpan span("backward", "step", step_);
       program_->backward(bwd);
@@ -330,12 +354,12 @@ class Trainer {
   }
 
   void update(float loss_scale) {
-    if (strategy_ && world_ > 1) {
-      // Mean over replicas of each replica's mean gradient: the gradient of the global batch.
-      const auto start = Clock::now();
+    if (buckets_) {
+      // Mean over replicas of each replica's mean gradient: the gradient of the global batch. The buckets started
+      // during backward; what is left to wait for here is the all-reduce time backward did not hide.
       TraceSpan span("all-reduce", "step", step_);
-      for (auto& g : gradients().entries) strategy_->all_reduce(g.tensor->dl_tensor, RAMJET_REDUCE_MEAN);
-      communication_s_ += seconds_since(start);
+      communication_s_ += buckets_->reduce();
+      ++reduced_steps_;
     }
     float scale = 1.0f / (static_cast<float>(cfg_.accumulate) * loss_scale);
     if (cfg_.clip_norm > 0) {
@@ -507,7 +531,7 @@ class Trainer {
     nlohmann::json report;
     auto& t = report["train"];
     t["precision"] = cfg_.precision_name();
-    t["strategy"] = cfg_.strategy_name();
+    t["strategy"] = strategy_report(wall);
     t["replicas"] = world_;
     t["rank"] = rank_;
     t["global_batch"] = world_ > 1 ? global_batch_ : train_->spec().batch;
@@ -541,6 +565,26 @@ class Trainer {
     if (options_.trained_parameters && rank_ == 0) *options_.trained_parameters = program_->get_state(RAMJET_STATE_PARAMETERS);
     ProgressReporter(progress_out_, options_.terminal, cfg_.epochs).summary(report);
     return report;
+  }
+
+  // The strategy as it ran: its gradient buckets, the all-reduce time per step left after backward, and the share
+  // of the all-reduce time backward hid (against the unhidden time measured before training).
+  nlohmann::json strategy_report(double wall) const {
+    nlohmann::json s = {{"name", cfg_.strategy_name()}, {"world_size", world_}};
+    const double per_rank = wall > 0 ? static_cast<double>(samples_) / wall : 0.0;
+    s["samples_per_s"] = per_rank * world_;
+    s["samples_per_s_per_rank"] = per_rank;
+    if (!buckets_) return s;
+    s["bucket_mb"] = cfg_.bucket_mb;
+    s["buckets"] = buckets_->bucket_count();
+    s["bucket_bytes"] = buckets_->bytes();
+    s["flat_buckets"] = buckets_->flat_bucket_count();
+    s["overlapped"] = buckets_->overlaps();
+    const double exposed = reduced_steps_ > 0 ? communication_s_ / static_cast<double>(reduced_steps_) : 0.0;
+    s["all_reduce_s_per_step"] = exposed;
+    s["unhidden_all_reduce_s_per_step"] = unhidden_all_reduce_s_;
+    s["hidden_fraction"] = unhidden_all_reduce_s_ > 0 ? std::clamp(1.0 - exposed / unhidden_all_reduce_s_, 0.0, 1.0) : 0.0;
+    return s;
   }
 
   // Which components, from which plugins at which versions, produced this run.
@@ -577,6 +621,7 @@ class Trainer {
   std::optional<ReduceLrOnPlateau> plateau_;
   std::optional<EarlyStopping> early_;
   std::optional<Example> gradient_views_;
+  std::unique_ptr<GradientBuckets> buckets_;  // with more than one replica
   std::unique_ptr<TensorBoardWriter> tensorboard_;  // rank 0, with train.tensorboard
   std::string backend_name_;
   std::ostream* progress_out_ = nullptr;
@@ -593,6 +638,8 @@ class Trainer {
   // The whole run's, for the step-time breakdown: a step's time includes its all-reduce and any checkpoint it
   // wrote, which the breakdown counts as communication and other.
   double compute_s_ = 0, communication_s_ = 0, step_checkpoint_s_ = 0;
+  int64_t reduced_steps_ = 0;
+  double unhidden_all_reduce_s_ = 0;  // one step's all-reduces, timed before training with nothing to hide behind
   bool stopped_early_ = false, found_nonfinite_ = false;
   nlohmann::json history_ = nlohmann::json::array();
   Metrics epoch_metrics_, last_train_;

@@ -71,6 +71,10 @@ struct TrainConfig {
   std::optional<ComponentSpec> precision;
   // Absent: the built-in single process. Else a strategy component.
   std::optional<ComponentSpec> strategy;
+  // train.strategy.bucket_mb: the trainer's word inside the strategy object (as DDP's bucket_cap_mb sits beside its
+  // process group), read here and never passed to the plugin. Gradients are all-reduced in buckets of about this
+  // many MiB, the first capped at 1 MiB so that communication starts early in backward.
+  double bucket_mb = 25;
   // Passed to the backend as written ("type" and the optimizer's own fields); the backend judges it.
   nlohmann::json optimizer = {{"type", "adam"}};
   // The base learning rate schedules scale; the core owns it because it computes each step's rate.

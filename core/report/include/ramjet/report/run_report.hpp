@@ -59,6 +59,14 @@ struct ExportSummary {
   std::optional<double> size_ratio, fp32_accuracy, int8_accuracy, fp32_samples_per_s, int8_samples_per_s;
 };
 
+// train.strategy's numbers for a run of several replicas (reports of one replica have none).
+struct StrategySummary {
+  int64_t buckets = 0, bucket_bytes = 0;
+  bool overlapped = false;
+  std::optional<double> all_reduce_s_per_step, unhidden_all_reduce_s_per_step, hidden_fraction,
+      samples_per_s_per_rank;
+};
+
 struct RunReport {
   std::filesystem::path file;  // where it was read from
   std::string manifest;        // the pipeline manifest the run used, as the report names it
@@ -72,6 +80,7 @@ struct RunReport {
   std::optional<Verdict> verdict;
   std::optional<PipelineSettings> pipeline;
   std::optional<ExportSummary> exported;
+  std::optional<StrategySummary> distributed;
 };
 
 // Checks and keeps what the page needs. `source` names the document in messages ("run.json"). Throws InvalidInput
