@@ -105,6 +105,28 @@ TEST(ReportPage, OneSeriesPerRunPerCurveAndSpeedUpsFromSamplesPerSecond) {
   EXPECT_NE(twins.find("trained identically"), std::string::npos);
 }
 
+TEST(ReportPage, ARunOfSeveralRanksShowsItsBucketsAndWhatBackwardHid) {
+  nlohmann::json two = full_report(400.0);
+  two["train"]["replicas"] = 2;
+  two["train"]["strategy"] = {{"name", "gloo"}, {"world_size", 2}, {"samples_per_s", 400.0},
+                              {"samples_per_s_per_rank", 200.0}, {"bucket_mb", 25}, {"buckets", 3},
+                              {"bucket_bytes", 46200000}, {"flat_buckets", 3}, {"overlapped", true},
+                              {"all_reduce_s_per_step", 0.004}, {"unhidden_all_reduce_s_per_step", 0.016},
+                              {"hidden_fraction", 0.75}};
+  const RunReport read = run_report_from_json(two, "two.json");
+  EXPECT_EQ(read.strategy, "gloo");
+  ASSERT_TRUE(read.distributed.has_value());
+  EXPECT_EQ(read.distributed->buckets, 3);
+  const std::string page = render_report_page({{"two ranks", read}, {"one", run_report_from_json(full_report(250.0), "one.json")}});
+  EXPECT_EQ(count_occurrences(page, "Gradient all-reduce (train.strategy)"), 1u) << "only the run of two ranks has one";
+  EXPECT_NE(page.find("<td>buckets</td><td>3 (46.2 MB of gradients)</td>"), std::string::npos);
+  EXPECT_NE(page.find("<td>hidden behind backward</td><td>75"), std::string::npos);
+  EXPECT_NE(page.find("2 replicas · gloo"), std::string::npos);
+  // A report from before the buckets named the strategy with a bare string: still read.
+  EXPECT_EQ(run_report_from_json(full_report(1.0), "old.json").strategy, "single");
+  EXPECT_FALSE(run_report_from_json(full_report(1.0), "old.json").distributed.has_value());
+}
+
 TEST(ReportPage, EveryStringFromAFileIsEscaped) {
   nlohmann::json hostile = full_report(100.0);
   hostile["manifest"] = "<script>alert('m')</script>&\".json";
