@@ -4,6 +4,10 @@
 #include "layout.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <sys/mman.h>
 
 namespace onednn {
 
@@ -31,21 +35,27 @@ ParameterStore::ParameterStore(const std::vector<std::pair<std::string, Shape>>&
       if (name == *it && !offset.count(name)) offset[name] = total, total += static_cast<size_t>(product(shape));
   for (const auto& [name, shape] : specs)
     if (!offset.count(name)) offset[name] = total, total += static_cast<size_t>(product(shape));
-  gradient_arena_ = dnnl::memory(row_major_md({static_cast<int64_t>(std::max<size_t>(total, 1))}), engine);
+  const size_t bytes = std::max<size_t>(total, 1) * sizeof(float);
+  void* pages = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (pages == MAP_FAILED)
+    fail(RAMJET_ERR_OUT_OF_MEMORY, "cannot map " + std::to_string(bytes) + " bytes for the gradients: " +
+                                       std::strerror(errno));
+  gradient_arena_ = std::unique_ptr<float, Unmap>(static_cast<float*>(pages), Unmap{bytes});
   for (const auto& [name, shape] : specs) {
     auto p = std::make_unique<Param>();
     p->name = name;
     p->shape = shape;
     const md desc = row_major_md(shape);
     p->value = dnnl::memory(desc, engine);
-    p->grad = dnnl::memory(desc, engine, floats(gradient_arena_) + offset[name]);
+    p->grad = dnnl::memory(desc, engine, gradient_arena_.get() + offset[name]);
     zero_floats(p->data(), p->count());  // parameters start at zero; the host sets them
-    zero_floats(p->grad_data(), p->count());
     p->grad_view.dl_tensor = float_view(p->grad_data(), p->shape);
     by_name_[name] = p.get();
     params_.push_back(std::move(p));
   }
 }
+
+void ParameterStore::Unmap::operator()(float* p) const { ::munmap(p, bytes); }
 
 Param* ParameterStore::find(const std::string& name) {
   auto it = by_name_.find(name);

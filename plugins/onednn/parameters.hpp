@@ -45,7 +45,14 @@ class ParameterStore {
   const std::vector<std::unique_ptr<Param>>& all() const { return params_; }
 
  private:
-  dnnl::memory gradient_arena_;  // every Param::grad points into it; declared first, so it outlives them
+  // Every Param::grad points into it; declared first, so it outlives them. Anonymous pages, zero until written: a
+  // program whose gradients backward has not yet touched costs no resident memory for them (so the host's
+  // transient copies of the initial weights never coincide with them).
+  struct Unmap {
+    size_t bytes;
+    void operator()(float* p) const;
+  };
+  std::unique_ptr<float, Unmap> gradient_arena_;
   std::vector<std::unique_ptr<Param>> params_;
   std::map<std::string, Param*> by_name_;
 };

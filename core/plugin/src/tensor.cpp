@@ -20,10 +20,14 @@ constexpr size_t kAlignment = 64;
 
 // Large blocks (batches, images) are recycled instead of going back to malloc: a fresh large allocation is an
 // mmap whose pages fault in one by one under the process's memory-map lock, which serialises every thread that
-// allocates. Steady-state training and input pipelines then allocate nothing large at all.
+// allocates. Steady-state training and input pipelines then allocate nothing large at all. A block above
+// kMaxBlockBytes goes back to malloc (glibc unmaps it): such blocks are one-off copies of a large model's weights
+// (its initial values, a broadcast), which a pool would keep resident for the rest of the run beside the
+// backend's own copy, and whose page faults cost little against the time spent filling them.
 class LargeBlockPool {
  public:
   static constexpr size_t kMinBytes = size_t{64} << 10;
+  static constexpr size_t kMaxBlockBytes = size_t{32} << 20;
   static constexpr size_t kMaxPooledBytes = size_t{256} << 20;
 
   void* take(size_t total) {
@@ -42,7 +46,7 @@ class LargeBlockPool {
   void give(void* block, size_t total) {
     {
       std::lock_guard lock(mutex_);
-      if (pooled_bytes_ + total <= kMaxPooledBytes) {
+      if (total <= kMaxBlockBytes && pooled_bytes_ + total <= kMaxPooledBytes) {
         free_.emplace_back(block, total);
         pooled_bytes_ += total;
         return;
