@@ -335,6 +335,72 @@ TEST_F(GlooTest, AModelWithOver100MbOfGradientsTrainsOnTwoRanksInLessThanTwoAndA
   EXPECT_GE(ratio, 1.9) << "a rank must hold the parameters and the gradients: is peak_rss_bytes measured?";
 }
 
+// Two "machines": network namespaces joined by a veth pair, with private addresses on the veth only. Needs root
+// (CAP_NET_ADMIN); the constructor says why not when it cannot make them, and the test skips with that reason.
+class TwoNamespaces {
+ public:
+  TwoNamespaces() {
+    const std::string id = std::to_string(::getpid());
+    a_ = "rj" + id + "a", b_ = "rj" + id + "b";
+    if (::geteuid() != 0) {
+      why_not_ = "network namespaces need root (ip netns); this test runs as uid " + std::to_string(::geteuid());
+      return;
+    }
+    const std::string va = "rj" + id + "x", vb = "rj" + id + "y";
+    const std::vector<std::string> steps = {
+        "ip netns add " + a_, "ip netns add " + b_, "ip link add " + va + " type veth peer name " + vb,
+        "ip link set " + va + " netns " + a_, "ip link set " + vb + " netns " + b_,
+        "ip -n " + a_ + " addr add " + kAddressA + "/24 dev " + va, "ip -n " + b_ + " addr add " + kAddressB + "/24 dev " + vb,
+        "ip -n " + a_ + " link set " + va + " up", "ip -n " + b_ + " link set " + vb + " up",
+        "ip -n " + a_ + " link set lo up", "ip -n " + b_ + " link set lo up"};
+    for (const auto& step : steps) {
+      const auto r = run(step);
+      if (r.exit_code != 0) {
+        why_not_ = "cannot set up network namespaces (`" + step + "`: " + r.output + ")";
+        return;
+      }
+    }
+  }
+  ~TwoNamespaces() {  // deleting a namespace deletes the veth end inside it, and with it the pair
+    run("ip netns del " + a_ + " 2>/dev/null");
+    run("ip netns del " + b_ + " 2>/dev/null");
+  }
+  const std::string& why_not() const { return why_not_; }
+  std::string in_a(const std::string& command) const { return "ip netns exec " + a_ + " " + command; }
+  std::string in_b(const std::string& command) const { return "ip netns exec " + b_ + " " + command; }
+  static constexpr const char* kAddressA = "10.231.0.1";
+  static constexpr const char* kAddressB = "10.231.0.2";
+
+ private:
+  std::string a_, b_, why_not_;
+};
+
+TEST_F(GlooTest, OneRankInEachOfTwoNetworkNamespacesEndsWithTheWeightsOfTwoLocalRanks) {
+  TwoNamespaces machines;
+  if (!machines.why_not().empty()) GTEST_SKIP() << machines.why_not();
+  const fs::path m = manifest(1024, 2);
+  const auto local = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2 --quiet" +
+                         " --set /train/checkpoint/dir=" + quote((dir / "local").string()));
+  ASSERT_EQ(local.exit_code, 0) << local.output;
+  // Each rank as the README's two-machine commands start it: env:// settings naming rank 0's veth address.
+  auto rank = [&](int k) {
+    return "timeout 120 env RANK=" + std::to_string(k) + " WORLD_SIZE=2 MASTER_ADDR=" + TwoNamespaces::kAddressA +
+           " MASTER_PORT=29500 OMP_NUM_THREADS=1 " + quote(host_binary().string()) + " run " + quote(m.string()) +
+           " --quiet --set /train/strategy=gloo --set /train/checkpoint/dir=" + quote((dir / "netns").string()) +
+           " > " + quote((dir / ("rank" + std::to_string(k) + ".log")).string()) + " 2>&1; echo $? > " +
+           quote((dir / ("rank" + std::to_string(k) + ".rc")).string());
+  };
+  const auto both = run("(" + machines.in_a("sh -c " + quote(rank(0))) + ") & (" + machines.in_b("sh -c " + quote(rank(1))) +
+                        ") & wait");
+  ASSERT_EQ(both.exit_code, 0) << both.output;
+  for (int k : {0, 1}) {
+    const std::string log = read_file(dir / ("rank" + std::to_string(k) + ".log"));
+    EXPECT_EQ(read_file(dir / ("rank" + std::to_string(k) + ".rc")), "0\n") << "rank " << k << ":\n" << log;
+  }
+  // The same collectives in the same order over a veth pair as over loopback: the same weights, bit for bit.
+  EXPECT_TRUE(same_bits(parameters_in(dir / "local"), parameters_in(dir / "netns")));
+}
+
 TEST_F(GlooTest, KilledRankMakesTheOtherFailNamingIt) {
   const fs::path m = manifest(1024, 100000, {{"type", "gloo"}, {"timeout_s", 30}});
   const int port = free_port();
