@@ -64,6 +64,11 @@ footer { margin-top: 30px; color: var(--muted); font-size: 12.5px; }
 constexpr const char* kPalette[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"};
 constexpr size_t kMaxDecisionsShown = 12;
 
+// One row of a two-column settings table; `value` is HTML (escaped by the caller where it comes from a file).
+std::string row(const std::string& name, const std::string& value) {
+  return "<tr><td>" + name + "</td><td>" + value + "</td></tr>\n";
+}
+
 std::string or_dash(const std::optional<double>& v, int significant = 4) {
   return v ? format_number(*v, significant) : "—";
 }
@@ -148,9 +153,6 @@ std::string tuned(const std::optional<bool>& tuned, const std::optional<int64_t>
 }
 
 std::string pipeline_table(const PipelineSettings& p) {
-  auto row = [](const std::string& name, const std::string& value) {
-    return "<tr><td>" + name + "</td><td>" + value + "</td></tr>\n";
-  };
   std::string h = "<table class=\"settings\">\n";
   if (p.parallelism)
     h += row("parallelism", std::to_string(*p.parallelism) + tuned(p.parallelism_tuned, p.parallelism_limit));
@@ -183,9 +185,6 @@ std::string pipeline_table(const PipelineSettings& p) {
 }
 
 std::string export_table(const ExportSummary& x) {
-  auto row = [](const std::string& name, const std::string& value) {
-    return "<tr><td>" + name + "</td><td>" + value + "</td></tr>\n";
-  };
   std::string h = "<h4>Export</h4><table class=\"settings\">\n";
   if (!x.format.empty() || !x.path.empty())
     h += row("file", html_escape(x.format) + " <code>" + html_escape(x.path) + "</code>");
@@ -199,20 +198,17 @@ std::string export_table(const ExportSummary& x) {
 
 // How the replicas shared the gradients: the buckets, and how much of their all-reduce backward hid.
 std::string strategy_table(const StrategySummary& d, int64_t replicas) {
-  auto or_dash = [](const std::optional<double>& v, auto format) { return v ? format(*v) : std::string("—"); };
-  auto row = [](const std::string& name, const std::string& value) {
-    return "<tr><td>" + name + "</td><td>" + html_escape(value) + "</td></tr>\n";
-  };
+  auto or_dash_as = [](const std::optional<double>& v, auto format) { return v ? format(*v) : std::string("—"); };
   std::string h = "<h4>Gradient all-reduce (train.strategy)</h4>\n<table class=\"settings\">\n";
   h += row("replicas", std::to_string(replicas));
   h += row("buckets", std::to_string(d.buckets) + " (" + format_number(static_cast<double>(d.bucket_bytes) / 1e6) +
                           " MB of gradients)");
   h += row("all-reduce per step, not hidden",
-           or_dash(d.all_reduce_s_per_step, [](double v) { return format_seconds(v); }));
-  h += row("all-reduce per step, alone", or_dash(d.unhidden_all_reduce_s_per_step, [](double v) { return format_seconds(v); }));
-  h += row("hidden behind backward", d.overlapped ? or_dash(d.hidden_fraction, [](double v) { return format_percent(v); })
+           or_dash_as(d.all_reduce_s_per_step, [](double v) { return format_seconds(v); }));
+  h += row("all-reduce per step, alone", or_dash_as(d.unhidden_all_reduce_s_per_step, [](double v) { return format_seconds(v); }));
+  h += row("hidden behind backward", d.overlapped ? or_dash_as(d.hidden_fraction, [](double v) { return format_percent(v); })
                                                   : std::string("none (the strategy has no non-blocking all-reduce)"));
-  h += row("samples/s per rank", or_dash(d.samples_per_s_per_rank, [](double v) { return format_number(v); }));
+  h += row("samples/s per rank", or_dash(d.samples_per_s_per_rank));
   return h + "</table>\n";
 }
 

@@ -149,6 +149,19 @@ Verdict read_verdict(const ReportFields& f) {
   return v;
 }
 
+StrategySummary read_strategy(const ReportFields& f) {
+  const std::string at = "/train/strategy";
+  StrategySummary d;
+  d.buckets = f.optional_integer(at + "/buckets").value_or(0);
+  d.bucket_bytes = f.optional_integer(at + "/bucket_bytes").value_or(0);
+  d.overlapped = f.optional_bool(at + "/overlapped").value_or(false);
+  d.all_reduce_s_per_step = f.optional_number(at + "/all_reduce_s_per_step");
+  d.unhidden_all_reduce_s_per_step = f.optional_number(at + "/unhidden_all_reduce_s_per_step");
+  d.hidden_fraction = f.optional_number(at + "/hidden_fraction");
+  d.samples_per_s_per_rank = f.optional_number(at + "/samples_per_s_per_rank");
+  return d;
+}
+
 PipelineSettings read_pipeline(const ReportFields& f) {
   const std::string at = "/data/train";
   f.object(at);
@@ -214,17 +227,7 @@ RunReport run_report_from_json(const nlohmann::json& report, const std::string& 
   // An object since the gradient buckets (name, world size, buckets, timings); a bare name before.
   if (const json* s = f.find("/train/strategy"); s != nullptr && s->is_object()) {
     r.strategy = f.optional_string("/train/strategy/name").value_or("");
-    if (f.find("/train/strategy/buckets")) {
-      StrategySummary d;
-      d.buckets = f.optional_integer("/train/strategy/buckets").value_or(0);
-      d.bucket_bytes = f.optional_integer("/train/strategy/bucket_bytes").value_or(0);
-      d.overlapped = f.optional_bool("/train/strategy/overlapped").value_or(false);
-      d.all_reduce_s_per_step = f.optional_number("/train/strategy/all_reduce_s_per_step");
-      d.unhidden_all_reduce_s_per_step = f.optional_number("/train/strategy/unhidden_all_reduce_s_per_step");
-      d.hidden_fraction = f.optional_number("/train/strategy/hidden_fraction");
-      d.samples_per_s_per_rank = f.optional_number("/train/strategy/samples_per_s_per_rank");
-      r.distributed = d;
-    }
+    if (f.find("/train/strategy/buckets")) r.distributed = read_strategy(f);
   } else {
     r.strategy = f.optional_string("/train/strategy").value_or("");
   }
