@@ -28,13 +28,16 @@ ParameterStore::ParameterStore(const std::vector<std::pair<std::string, Shape>>&
   // Every gradient lives in one buffer, packed in reverse model order (the order backward finishes them), so the
   // host can all-reduce a bucket of neighbouring gradients as one view of it, with no copy (PyTorch DDP's
   // gradient_as_bucket_view, the other way round).
+  const std::map<std::string, Shape> shapes(specs.begin(), specs.end());
   std::map<std::string, size_t> offset;
   size_t total = 0;
-  for (auto it = model_order.rbegin(); it != model_order.rend(); ++it)
-    for (const auto& [name, shape] : specs)
-      if (name == *it && !offset.count(name)) offset[name] = total, total += static_cast<size_t>(product(shape));
-  for (const auto& [name, shape] : specs)
-    if (!offset.count(name)) offset[name] = total, total += static_cast<size_t>(product(shape));
+  auto place = [&](const std::string& name) {
+    if (offset.count(name) || !shapes.count(name)) return;
+    offset[name] = total;
+    total += static_cast<size_t>(product(shapes.at(name)));
+  };
+  for (auto it = model_order.rbegin(); it != model_order.rend(); ++it) place(*it);
+  for (const auto& spec : specs) place(spec.first);  // any the model order leaves out, after the rest
   const size_t bytes = std::max<size_t>(total, 1) * sizeof(float);
   void* pages = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (pages == MAP_FAILED)
