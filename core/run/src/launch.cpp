@@ -215,6 +215,7 @@ int launch_local_ranks(const LaunchOptions& o) {
   g_interrupted = 0;
 
   std::vector<Rank> ranks(static_cast<size_t>(o.nproc));
+  constexpr int kBadInputExit = 2;  // the host's exit code for bad input
   std::optional<int> first_failure;
   std::optional<Clock::time_point> terminating_since;  // when the ranks were told to end
   bool terminated = false;                              // SIGTERM sent
@@ -267,6 +268,10 @@ int launch_local_ranks(const LaunchOptions& o) {
         write_out(STDERR_FILENO, "ramjet: rank " + std::to_string(k) + " " + how_it_ended(status) +
                                      "; stopping the other ranks\n");
         stop_others();
+      } else if (*r.exit_code == kBadInputExit && first_failure && *first_failure != kBadInputExit && !terminated) {
+        // A rank that refused bad input ends its peers' rendezvous or collectives, and which of them the launcher
+        // reaps first is a race: the bad input, ended on its own within the grace, is the job's verdict.
+        first_failure = kBadInputExit;
       }
     }
     if (g_interrupted && !terminating_since) {
