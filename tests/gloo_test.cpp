@@ -1,6 +1,7 @@
 // The gloo strategy end to end: real processes of the ramjet binary training one model together. Two ranks with
 // the global batch end where one rank with that batch ends; a rank killed or stopped mid-epoch makes the other
 // fail within a bound, naming the lost rank; bad words in train.strategy are refused before anything starts.
+#include "multi_rank.hpp"
 #include "test_support.hpp"
 
 #include "ramjet/plugin/failure.hpp"
@@ -11,12 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -32,157 +28,17 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &size);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-// One rank started by hand (no launcher, which would end the others itself), its output in a file.
-class RankProcess {
- public:
-  RankProcess(const std::vector<std::string>& args, const std::vector<std::string>& env, const fs::path& log) {
-    std::vector<std::string> argv_text = {host_binary().string()};
-    argv_text.insert(argv_text.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (auto& a : argv_text) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<std::string> env_text = env;
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      for (auto& e : env_text) ::putenv(e.data());
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-  }
-  ~RankProcess() {
-    if (!exited_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  pid_t pid() const { return pid_; }
-  // The exit code (128 + signal when killed), or nullopt when still running after `limit`.
-  std::optional<int> wait_for(std::chrono::milliseconds limit) {
-    const auto deadline = Clock::now() + limit;
-    do {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(20ms);
-    } while (Clock::now() < deadline);
-    return std::nullopt;
-  }
-
- private:
-  pid_t pid_ = -1;
-  bool exited_ = false;
-};
-
-// The launcher's child that runs as `rank` (read from each child's environment), or -1.
-pid_t child_with_rank(pid_t launcher, int rank) {
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::string stat;
-    try {
-      stat = read_file(entry.path() / "stat");
-    } catch (...) {
-      continue;
-    }
-    // "pid (comm) state ppid ...": the command may hold spaces, the last ')' ends it.
-    const size_t close = stat.rfind(')');
-    if (close == std::string::npos) continue;
-    int ppid = 0;
-    char state = 0;
-    if (std::sscanf(stat.c_str() + close + 1, " %c %d", &state, &ppid) != 2 || ppid != launcher) continue;
-    std::string environ;
-    try {
-      environ = read_file(entry.path() / "environ");
-    } catch (...) {
-      continue;
-    }
-    const std::string variable = "RANK=" + std::to_string(rank) + '\0';
-    if (environ.rfind(variable, 0) == 0 || environ.find('\0' + variable) != std::string::npos)
-      return static_cast<pid_t>(std::stol(name));
-  }
-  return -1;
-}
-
-bool same_bits(const core::Example& a, const core::Example& b) {
-  if (a.entries.size() != b.entries.size()) return false;
-  for (const auto& entry : a.entries) {
-    const DLTensor* other = b.find(entry.name.c_str());
-    if (other == nullptr || core::byte_size(*other) != core::byte_size(entry.tensor->dl_tensor) ||
-        std::memcmp(other->data, entry.tensor->dl_tensor.data, core::byte_size(*other)) != 0)
-      return false;
-  }
-  return true;
-}
-
 class GlooTest : public ::testing::Test {
  protected:
   TempDir dir;
 
-  // Fashion-MNIST, a dense classifier, plain SGD: deterministic, and seconds to train on any CPU.
   fs::path manifest(int64_t take, int64_t epochs, const nlohmann::json& strategy = nullptr) {
-    nlohmann::json doc = {
-        {"seed", 11},
-        {"data",
-         {{"train",
-           {{"source",
-             {{"type", "idx"},
-              {"images", fashion_mnist("train-images-idx3-ubyte.gz").string()},
-              {"labels", fashion_mnist("train-labels-idx1-ubyte.gz").string()}}},
-            {"map", {{{"type", "normalize"}, {"scale", 1.0 / 255}}}},
-            {"take", take},
-            {"batch", 64}}}}},
-        {"model",
-         {{"input", {{"image", {28, 28, 1}}}},
-          {"layers", {{{"type", "flatten"}}, {{"type", "dense"}, {"units", 32}, {"activation", "relu"}},
-                      {{"type", "dense"}, {"units", 10}}}},
-          {"loss", {{"type", "sparse_softmax_cross_entropy"}}}}},
-        {"train",
-         {{"optimizer", {{"type", "sgd"}, {"learning_rate", 0.05}}},
-          {"epochs", epochs},
-          {"threads", 1},
-          {"checkpoint", {{"dir", "ckpt"}}}}}};
-    if (!strategy.is_null()) doc["train"]["strategy"] = strategy;
-    const fs::path path = dir / "train.json";
-    write_file(path, doc.dump(2));
-    return path;
-  }
-
-  static core::Example parameters_in(const fs::path& checkpoint_dir) {
-    auto latest = core::latest_checkpoint(checkpoint_dir);
-    if (!latest) throw std::runtime_error("no checkpoint in " + checkpoint_dir.string());
-    return core::load_checkpoint(*latest).parameters;
+    return small_training_manifest(dir.path(), take, epochs, strategy);
   }
 
   static std::vector<std::string> rank_env(int rank, int world, int port) {
     return {"RANK=" + std::to_string(rank), "WORLD_SIZE=" + std::to_string(world), "MASTER_ADDR=127.0.0.1",
             "MASTER_PORT=" + std::to_string(port), "OMP_NUM_THREADS=1"};
-  }
-
-  // Waits until rank 0 has trained at least one epoch (its first checkpoint exists): the run is mid-training.
-  static bool training_under_way(const fs::path& checkpoint_dir, std::chrono::seconds limit) {
-    const auto deadline = Clock::now() + limit;
-    while (Clock::now() < deadline) {
-      if (core::latest_checkpoint(checkpoint_dir)) return true;
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
   }
 };
 
@@ -335,45 +191,6 @@ TEST_F(GlooTest, AModelWithOver100MbOfGradientsTrainsOnTwoRanksInLessThanTwoAndA
   EXPECT_GE(ratio, 1.9) << "a rank must hold the parameters and the gradients: is peak_rss_bytes measured?";
 }
 
-// Two "machines": network namespaces joined by a veth pair, with private addresses on the veth only. Needs root
-// (CAP_NET_ADMIN); the constructor says why not when it cannot make them, and the test skips with that reason.
-class TwoNamespaces {
- public:
-  TwoNamespaces() {
-    const std::string id = std::to_string(::getpid());
-    a_ = "rj" + id + "a", b_ = "rj" + id + "b";
-    if (::geteuid() != 0) {
-      why_not_ = "network namespaces need root (ip netns); this test runs as uid " + std::to_string(::geteuid());
-      return;
-    }
-    const std::string va = "rj" + id + "x", vb = "rj" + id + "y";
-    const std::vector<std::string> steps = {
-        "ip netns add " + a_, "ip netns add " + b_, "ip link add " + va + " type veth peer name " + vb,
-        "ip link set " + va + " netns " + a_, "ip link set " + vb + " netns " + b_,
-        "ip -n " + a_ + " addr add " + kAddressA + "/24 dev " + va, "ip -n " + b_ + " addr add " + kAddressB + "/24 dev " + vb,
-        "ip -n " + a_ + " link set " + va + " up", "ip -n " + b_ + " link set " + vb + " up",
-        "ip -n " + a_ + " link set lo up", "ip -n " + b_ + " link set lo up"};
-    for (const auto& step : steps) {
-      const auto r = run(step);
-      if (r.exit_code != 0) {
-        why_not_ = "cannot set up network namespaces (`" + step + "`: " + r.output + ")";
-        return;
-      }
-    }
-  }
-  ~TwoNamespaces() {  // deleting a namespace deletes the veth end inside it, and with it the pair
-    run("ip netns del " + a_ + " 2>/dev/null");
-    run("ip netns del " + b_ + " 2>/dev/null");
-  }
-  const std::string& why_not() const { return why_not_; }
-  std::string in_a(const std::string& command) const { return "ip netns exec " + a_ + " " + command; }
-  std::string in_b(const std::string& command) const { return "ip netns exec " + b_ + " " + command; }
-  static constexpr const char* kAddressA = "10.231.0.1";
-  static constexpr const char* kAddressB = "10.231.0.2";
-
- private:
-  std::string a_, b_, why_not_;
-};
 
 TEST_F(GlooTest, OneRankInEachOfTwoNetworkNamespacesEndsWithTheWeightsOfTwoLocalRanks) {
   TwoNamespaces machines;
@@ -458,8 +275,8 @@ TEST_F(GlooTest, LauncherStopsTheRestWhenOneRankDiesAndResumeFinishesTheJob) {
   RankProcess launcher({"run", m.string(), "--nproc", "2", "--set", "/train/checkpoint/dir=" + (dir / "part").string()},
                        {}, dir / "launcher.log");
   ASSERT_TRUE(training_under_way(dir / "part", 60s)) << read_file(dir / "launcher.log");
-  const pid_t rank1 = child_with_rank(launcher.pid(), 1);
-  const pid_t rank0 = child_with_rank(launcher.pid(), 0);
+  const pid_t rank1 = descendant_with(launcher.pid(), "RANK", "1");
+  const pid_t rank0 = descendant_with(launcher.pid(), "RANK", "0");
   ASSERT_GT(rank1, 0);
   ASSERT_GT(rank0, 0);
   ::kill(rank1, SIGKILL);

@@ -383,6 +383,16 @@ TEST(PluginConfig, GlooStrategy) {
   expect_create_refuses(gloo, {{"rank", 3}, {"world_size", 2}}, "/rank");
 }
 
+TEST(PluginConfig, MpiStrategy) {
+  if (!built("mpi")) GTEST_SKIP() << "the mpi plugin is not built (libopenmpi-dev was not found at configure time)";
+  const auto& mpi = component("mpi", RAMJET_KIND_STRATEGY, "mpi");
+  expect_fine(mpi, json::object());
+  expect_fine(mpi, {{"timeout_s", 2.5}});
+  expect_problems(mpi, {{"timeout_s", 0}}, {{"/timeout_s", "must be > 0"}});
+  // Rank and world size are MPI's: the manifest cannot give them.
+  expect_problems(mpi, {{"world_size", 2}}, {{"/world_size", "unknown field 'world_size'; the fields are: timeout_s"}});
+}
+
 TEST(PluginConfig, OnednnComponents) {
   if (!built("onednn")) GTEST_SKIP() << "onednn is not built here (libdnnl-dev 2.x missing)";
   const auto& cpu = component("onednn", RAMJET_KIND_BACKEND, "cpu");

@@ -197,6 +197,49 @@ TEST(SdkHeaders, AtomicFileAlone) {
 }
 #endif
 
+// ---- ramjet/sdk/collective_queue.hpp --------------------------------------------------------------------------
+#ifdef RAMJET_TEST_HEADER_IS_ramjet_sdk_collective_queue_hpp
+#include <stdexcept>
+#include <vector>
+
+TEST(SdkHeaders, CollectiveQueueRunsJobsInIssueOrderAndNeverHangsAWaiter) {
+  std::vector<int> order;
+  {
+    ramjet::CollectiveQueue queue;
+    std::mutex gate;
+    gate.lock();  // holds the first job until every job is queued
+    const uint64_t first = queue.submit([&] { std::lock_guard held(gate); order.push_back(1); });
+    const uint64_t second = queue.submit([&] { order.push_back(2); throw std::runtime_error("peer lost"); });
+    const uint64_t third = queue.submit([&] { order.push_back(3); });
+    EXPECT_TRUE(queue.knows(second));
+    gate.unlock();
+    EXPECT_TRUE(queue.wait(third, std::chrono::seconds(30)));  // waited out of order: still run in order
+    try {
+      queue.wait(second, std::chrono::seconds(30));
+      ADD_FAILURE() << "the job's exception must reach its waiter";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "peer lost");
+    }
+    EXPECT_TRUE(queue.wait(first, std::chrono::seconds(30)));
+    EXPECT_FALSE(queue.knows(first));
+    EXPECT_FALSE(queue.stuck());
+  }
+  EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+
+  // A job that outlasts the wait: the waiter gets false, and the queue's end does not wait for the job.
+  auto release = std::make_shared<std::mutex>();
+  release->lock();
+  {
+    ramjet::CollectiveQueue queue;
+    const uint64_t stuck = queue.submit([release] { std::lock_guard held(*release); });
+    EXPECT_FALSE(queue.wait(stuck, std::chrono::milliseconds(20)));
+    EXPECT_TRUE(queue.stuck());
+  }
+  release->unlock();  // lets the thread left behind finish before the test binary exits
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+}
+#endif
+
 // ---- ramjet/sdk/boundary.hpp ----------------------------------------------------------------------------------
 #ifdef RAMJET_TEST_HEADER_IS_ramjet_sdk_boundary_hpp
 #include <new>

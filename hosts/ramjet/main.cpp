@@ -13,6 +13,7 @@
 #include "ramjet/plugin/trace.hpp"
 #include "ramjet/report/report_page.hpp"
 #include "ramjet/run/launch.hpp"
+#include "ramjet/run/mpirun_rank.hpp"
 #include "ramjet/run/run.hpp"
 
 #include <boost/program_options.hpp>
@@ -161,6 +162,7 @@ int command_running(const std::vector<std::string>& args, bool whole_run) {
     if (vm.count("report")) refuse_unwritable(vm["report"].as<std::string>(), "--report");
     return launch_local_ranks(launch);
   }
+  if (whole_run) adopt_mpirun_rank(manifest);
   const Plan plan = require_plan(manifest, registry);
   if (vm.count("report")) refuse_unwritable(vm["report"].as<std::string>(), "--report");
   if (vm.count("trace")) refuse_unwritable(vm["trace"].as<std::string>(), "--trace");

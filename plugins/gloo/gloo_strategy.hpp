@@ -4,7 +4,6 @@
 // the peer when it can be told, and the collective — never a hang.
 #pragma once
 
-#include "collective_queue.hpp"
 #include "gloo_settings.hpp"
 
 #include <ramjet/sdk.hpp>
@@ -64,7 +63,7 @@ class GlooStrategy {
     std::string peer_in(const std::string& gloo_text) const;
   };
   std::shared_ptr<Identity> identity_ = std::make_shared<Identity>();
-  std::optional<CollectiveQueue> queue_;
+  std::optional<ramjet::CollectiveQueue> queue_;
   // The first failure, shared with the queue thread: once set, every later collective fails with it at once
   // instead of waiting out its own timeout on a mesh that is already broken.
   struct FirstFailure {

@@ -196,6 +196,9 @@ LaunchOptions local_launch(const std::vector<std::string>& run_args, PipelineMan
   } else if (train["strategy"] == "single") {
     throw InvalidInput(manifest.where("/train/strategy") + ": \"single\" trains in one process; --nproc " +
                        std::to_string(nproc) + " needs a multi-process strategy (\"gloo\", or leave it out)");
+  } else if (train["strategy"] == "mpi" || (train["strategy"].is_object() && train["strategy"].value("type", "") == "mpi")) {
+    throw InvalidInput(manifest.where("/train/strategy") + ": the mpi strategy's ranks are started by mpirun (`mpirun -np " +
+                       std::to_string(nproc) + " ramjet run MANIFEST`); --nproc starts gloo ranks");
   }
   o.per_rank_file_flags = {"--trace"};
   for (size_t i = 0; i + 1 < o.args.size(); ++i)

@@ -28,6 +28,7 @@
 //   ramjet/sdk/precision_policy.hpp  ramjet::precision_policy<T> ramjet/sdk/strategy.hpp    ramjet::strategy<T>
 //   ramjet/sdk/quantizer.hpp         ramjet::quantizer<T>        ramjet/sdk/exporter.hpp    ramjet::exporter<T>
 //   ramjet/sdk/backend.hpp           ramjet::backend<T>
+//   ramjet/sdk/collective_queue.hpp  ramjet::CollectiveQueue, a strategy's collectives on one thread, in issue order
 //   ramjet/sdk/plugin.hpp            RAMJET_PLUGIN, the entry point
 #ifndef RAMJET_SDK_HPP
 #define RAMJET_SDK_HPP
@@ -72,6 +73,7 @@
 #include <ramjet/sdk/quantizer.hpp>
 #include <ramjet/sdk/exporter.hpp>
 #include <ramjet/sdk/backend.hpp>
+#include <ramjet/sdk/collective_queue.hpp>
 
 #include <ramjet/sdk/plugin.hpp>
 

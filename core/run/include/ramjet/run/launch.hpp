@@ -26,8 +26,8 @@ struct LaunchOptions {
 };
 
 // What `ramjet run ARGS --nproc N` starts: every rank runs `run` with ARGS less --nproc. A manifest that names no
-// train.strategy gets "gloo" (written into `manifest`, and passed to the ranks as a --set); "single" is refused,
-// and so is a manifest without a train section. Each rank gets cores / N threads. Throws InvalidInput.
+// train.strategy gets "gloo" (written into `manifest`, and passed to the ranks as a --set); "single" and "mpi"
+// (whose ranks mpirun starts) are refused, and so is a manifest without a train section. Each rank gets cores / N threads. Throws InvalidInput.
 LaunchOptions local_launch(const std::vector<std::string>& run_args, PipelineManifest& manifest, int nproc);
 
 // Runs the ranks to the end. Returns 0 when all succeeded, else the first failure's exit code (128 + the signal

@@ -1,0 +1,26 @@
+#include "mpi_settings.hpp"
+
+#include <cstdio>
+
+namespace ramjet_mpi {
+
+std::string seconds_text(std::chrono::milliseconds duration) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", static_cast<double>(duration.count()) / 1000.0);
+  return text;
+}
+
+ramjet::Fields Settings::fields() {
+  using ramjet::Field;
+  return {Field::number("timeout_s").above(0).at_most(7 * 24 * 3600).fallback(kDefaultTimeoutSeconds)
+              .doc("seconds a collective may wait for its peers before this rank fails and mpirun ends the job")};
+}
+
+Settings Settings::read(const ramjet::Config& config) {
+  const nlohmann::json c = fields().with_defaults(config.json());
+  Settings s;
+  s.timeout = std::chrono::milliseconds(static_cast<int64_t>(c.at("timeout_s").get<double>() * 1000.0 + 0.5));
+  return s;
+}
+
+}  // namespace ramjet_mpi
