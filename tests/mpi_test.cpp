@@ -42,6 +42,11 @@ class MpiTest : public ::testing::Test {
     all.insert(all.end(), args.begin(), args.end());
     return std::make_unique<RankProcess>(all, std::vector<std::string>{}, dir / log, RAMJET_TEST_MPIEXEC);
   }
+  // Rank 1's process once the job trains (rank 0's first checkpoint exists), or -1 when that never came.
+  static pid_t rank_one_once_training(const RankProcess& job, const fs::path& checkpoint_dir) {
+    if (!training_under_way(checkpoint_dir, 60s)) return -1;
+    return descendant_with(job.pid(), "OMPI_COMM_WORLD_RANK", "1");
+  }
   std::string run_line(const fs::path& manifest, const std::string& checkpoint_dir, const std::string& more = "") {
     return "run " + quote(manifest.string()) + " --quiet --set /train/checkpoint/dir=" +
            quote((dir / checkpoint_dir).string()) + more;
@@ -94,9 +99,8 @@ TEST_F(MpiTest, OneRankInEachOfTwoNetworkNamespacesThroughALaunchAgentEndsWithTh
 TEST_F(MpiTest, AStoppedRankEndsTheJobAfterTimeoutSNamingTheCollective) {
   const fs::path m = small_training_manifest(dir.path(), 1024, 100000, {{"type", "mpi"}, {"timeout_s", 2}});
   auto job = start_job(2, {"run", m.string(), "--set", "/train/checkpoint/dir=" + (dir / "c").string()}, "job.log");
-  ASSERT_TRUE(training_under_way(dir / "c", 60s)) << read_file(dir / "job.log");
-  const pid_t rank1 = descendant_with(job->pid(), "OMPI_COMM_WORLD_RANK", "1");
-  ASSERT_GT(rank1, 0) << read_file(dir / "job.log");
+  const pid_t rank1 = rank_one_once_training(*job, dir / "c");
+  ASSERT_GT(rank1, 0) << "the job did not start training within 60 s:\n" << read_file(dir / "job.log");
   ::kill(rank1, SIGSTOP);
   const auto stopped_at = Clock::now();
   const auto code = job->wait_for(15s);
@@ -122,9 +126,8 @@ TEST_F(MpiTest, AKilledRankEndsTheJobNamingItAndResumeFinishesTheJob) {
   ASSERT_EQ(whole.exit_code, 0) << whole.output;
 
   auto job = start_job(2, {"run", m.string(), "--set", "/train/checkpoint/dir=" + (dir / "part").string()}, "job.log");
-  ASSERT_TRUE(training_under_way(dir / "part", 60s)) << read_file(dir / "job.log");
-  const pid_t rank1 = descendant_with(job->pid(), "OMPI_COMM_WORLD_RANK", "1");
-  ASSERT_GT(rank1, 0) << read_file(dir / "job.log");
+  const pid_t rank1 = rank_one_once_training(*job, dir / "part");
+  ASSERT_GT(rank1, 0) << "the job did not start training within 60 s:\n" << read_file(dir / "job.log");
   ::kill(rank1, SIGKILL);
   const auto killed_at = Clock::now();
   const auto code = job->wait_for(10s);
