@@ -2,33 +2,40 @@
 
 #include <mpi.h>
 
+#include "watchdog.hpp"
+
 #include <dlfcn.h>
-#include <sys/prctl.h>
 
 #include <algorithm>
 #include <atomic>
-#include <climits>
-#include <thread>
+#include <cstdlib>
 
 namespace ramjet_mpi {
+
+using namespace std::chrono_literals;
+
+namespace {
+void check(int code, const std::string& what);
+}  // namespace
 
 // The communicator, as the communication thread's jobs see it (shared, by value: a job never reads the strategy).
 struct Comm {
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
-  std::chrono::milliseconds timeout{0};
+  bool thread_multiple = false;  // MPI_Abort may then be called from the watchdog's thread
+  std::shared_ptr<Watchdog> watchdog;
+
+  // Runs one blocking collective under the watchdog.
+  template <class Call>
+  void collective(const std::string& what, Call call) const {
+    watchdog->begin(what);
+    const int code = call();
+    watchdog->end();
+    check(code, what);
+  }
 };
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-using namespace std::chrono_literals;
-
-// How the communication thread polls a collective in flight: without pause for the first stretch (short
-// collectives finish at full speed), then with short sleeps, which leave the core to backward while Open MPI still
-// moves a large bucket's bytes on every poll.
-constexpr auto kBusyPolling = 200us;
-constexpr auto kPollPause = 50us;
 
 // MPI counts are ints: larger tensors travel in pieces of at most this many elements, one collective each.
 constexpr int64_t kMaxCount = int64_t{1} << 30;
@@ -51,23 +58,6 @@ std::string mpi_error_text(int code) {
 
 void check(int code, const std::string& what) {
   if (code != MPI_SUCCESS) throw ramjet::Error(kPeerFailure, what + " failed: " + mpi_error_text(code));
-}
-
-// Polls a started collective to its end, or throws when the deadline passes first.
-void finish(MPI_Request& request, const Comm& c, const std::string& what) {
-  const auto start = Clock::now();
-  const auto deadline = start + c.timeout;
-  for (;;) {
-    int done = 0;
-    check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), what);
-    if (done) return;
-    const auto now = Clock::now();
-    if (now >= deadline)
-      throw ramjet::Error(kPeerFailure, what + " failed: timed out after " + seconds_text(c.timeout) +
-                                            " (train.strategy.timeout_s) waiting for a peer, which stalled, died or "
-                                            "runs another step; ending this rank so mpirun ends the job");
-    if (now - start > kBusyPolling) std::this_thread::sleep_for(kPollPause);
-  }
 }
 
 MPI_Datatype mpi_type(DLDataType dtype) {
@@ -126,17 +116,20 @@ MpiStrategy::MpiStrategy(const ramjet::Config& config) : settings_(Settings::rea
   auto comm = std::make_shared<Comm>();
   auto initialized_here = std::make_shared<bool>(false);
   const uint64_t init = queue_->submit([comm, initialized_here] {
-    // Short sleeps in the poll loop: without a tighter timer slack each would last 50 µs more than asked.
-    prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     int finalized = 0, initialized = 0;
     MPI_Finalized(&finalized);
     if (finalized) throw ramjet::Error(RAMJET_ERR_UNSUPPORTED, "MPI was finalized in this process already");
     MPI_Initialized(&initialized);
+    int provided = 0;
     if (!initialized) {
-      int provided = 0;
-      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+      // Every collective runs on this thread; MPI_THREAD_MULTIPLE lets the watchdog's thread call MPI_Abort while
+      // this one is inside a collective.
+      check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided), "MPI_Init_thread");
       *initialized_here = true;
+    } else {
+      MPI_Query_thread(&provided);
     }
+    comm->thread_multiple = provided >= MPI_THREAD_MULTIPLE;
     check(MPI_Comm_dup(MPI_COMM_WORLD, &comm->comm), "MPI_Comm_dup");
     // Failures come back as codes, turned into messages here, instead of MPI's default of aborting at once.
     check(MPI_Comm_set_errhandler(comm->comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
@@ -151,11 +144,21 @@ MpiStrategy::MpiStrategy(const ramjet::Config& config) : settings_(Settings::rea
     if (queue_->stuck()) throw;
     throw ramjet::Error(e.status(), std::string("mpi strategy: starting MPI: ") + e.what());
   }
-  comm->timeout = settings_.timeout;
-  comm_ = comm;
   rank_ = comm->rank;
   world_size_ = comm->size;
   initialized_here_ = *initialized_here;
+  comm->watchdog = std::make_shared<Watchdog>(
+      settings_.timeout, [who = who(), timeout = settings_.timeout, multiple = comm->thread_multiple](const std::string& what) {
+        ramjet::log(RAMJET_LOG_ERROR, "mpi",
+                    who + ": " + what + " failed: timed out after " + seconds_text(timeout) +
+                        " (train.strategy.timeout_s) waiting for a peer, which stalled, died or runs another step; "
+                        "aborting the job");
+        // MPI_Abort ends every rank through mpirun. Without MPI_THREAD_MULTIPLE it may not be called from here:
+        // then this rank ends non-zero, and mpirun ends the others for that.
+        if (multiple) MPI_Abort(MPI_COMM_WORLD, 1);
+        std::_Exit(1);
+      });
+  comm_ = comm;
 }
 
 MpiStrategy::~MpiStrategy() {
@@ -238,11 +241,10 @@ uint64_t MpiStrategy::all_reduce_start(DLTensor& t, const ramjet_collective_args
     if (comm->size == 1 || n == 0) return;  // one rank: its values are already the result
     for (int64_t done = 0; done < n; done += kMaxCount) {
       const int count = static_cast<int>(std::min(kMaxCount, n - done));
-      MPI_Request request = MPI_REQUEST_NULL;
-      check(MPI_Iallreduce(MPI_IN_PLACE, data + done * static_cast<int64_t>(element_bytes), count, mpi_type(dtype),
-                           mpi_op(op), comm->comm, &request),
-            what);
-      finish(request, *comm, what);
+      char* part = data + done * static_cast<int64_t>(element_bytes);
+      comm->collective(what, [&] {
+        return MPI_Allreduce(MPI_IN_PLACE, part, count, mpi_type(dtype), mpi_op(op), comm->comm);
+      });
     }
     if (op == RAMJET_REDUCE_MEAN) {
       if (dtype.bits == 32) divide<float>(data, n, comm->size);
@@ -269,9 +271,7 @@ void MpiStrategy::broadcast(DLTensor& t, const ramjet_collective_args& args) {
     if (comm->size == 1) return;
     for (int64_t done = 0; done < bytes; done += kMaxCount) {
       const int count = static_cast<int>(std::min(kMaxCount, bytes - done));
-      MPI_Request request = MPI_REQUEST_NULL;
-      check(MPI_Ibcast(data + done, count, MPI_BYTE, root, comm->comm, &request), what);
-      finish(request, *comm, what);
+      comm->collective(what, [&] { return MPI_Bcast(data + done, count, MPI_BYTE, root, comm->comm); });
     }
   }));
 }
@@ -280,9 +280,7 @@ void MpiStrategy::barrier() {
   const std::string what = "barrier #" + std::to_string(collectives_ + 1);
   wait(submit(what, [comm = comm_, what] {
     if (comm->size == 1) return;
-    MPI_Request request = MPI_REQUEST_NULL;
-    check(MPI_Ibarrier(comm->comm, &request), what);
-    finish(request, *comm, what);
+    comm->collective(what, [&] { return MPI_Barrier(comm->comm); });
   }));
 }
 

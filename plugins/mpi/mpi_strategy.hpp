@@ -1,10 +1,10 @@
 // strategy "mpi": data-parallel collectives over Open MPI, for jobs that mpirun or a cluster's scheduler starts;
 // rank and world size are MPI's. Open MPI 4.1 moves a non-blocking collective's bytes only while someone is inside
-// an MPI call, and never gives up on a stalled peer. So every MPI call runs on one communication thread (MPI is
-// initialized for MPI_THREAD_FUNNELED from it): a collective is started non-blocking there and polled to its end,
-// which keeps the transfer moving while backward runs on the caller's threads, and the poll has a deadline
-// (train.strategy.timeout_s) after which this rank fails naming the collective — and mpirun, seeing a rank exit
-// non-zero, ends the rest of the job. A rank killed outright is mpirun's to report: it ends the job, naming it.
+// an MPI call, and never gives up on a stalled peer. So every collective runs as a blocking MPI call on one
+// communication thread of its own — Open MPI progresses it there the whole time, while backward runs on the
+// caller's threads — and a watchdog ends the job with a clear message (MPI_Abort, so mpirun ends every rank) once
+// one collective has been in flight for train.strategy.timeout_s. A rank killed outright is mpirun's to report: it
+// ends the job, naming it.
 #pragma once
 
 #include "mpi_settings.hpp"
@@ -27,7 +27,8 @@ class MpiStrategy {
  public:
   static ramjet::Fields fields() { return Settings::fields(); }
 
-  // Initializes MPI on the communication thread: once per process (MPI cannot start twice).
+  // Initializes MPI on the communication thread (MPI_THREAD_MULTIPLE, for the watchdog's MPI_Abort): once per
+  // process (MPI cannot start twice).
   explicit MpiStrategy(const ramjet::Config& config);
   // Finalizes MPI on that thread after a clean run; after a failure it leaves MPI as it is (finalizing would wait
   // for the peer that failed) and the process's exit tells mpirun to end the job.
