@@ -114,8 +114,8 @@ TEST_F(GlooTest, TwoRanksEndWhereOneRankWithTheGlobalBatchEnds) {
 TEST_F(GlooTest, GradientsTravelInBucketsCappedByBucketMbAndRunsRepeatBitForBit) {
   // The model's gradients in the order backward finishes them (the reverse of the model's): dense_1/kernel 1,280 B,
   // dense_1/bias 40 B, dense/kernel 100,352 B, dense/bias 128 B (101,800 B in all). A cap of 0.001 MiB (1,048 B)
-  // closes a bucket after dense_1/kernel and another after dense/kernel, leaving dense/bias a third; the default
-  // (the first bucket closing at 1 MiB) holds them all in one.
+  // closes a bucket after dense_1/kernel and another after dense/kernel, leaving dense/bias a third. The default's
+  // first bucket closes at half the gradients (less than 1 MiB): after dense/kernel, leaving dense/bias a second.
   const fs::path m = manifest(512, 2, {{"type", "gloo"}, {"bucket_mb", 0.001}});
   auto train = [&](const std::string& name, const std::string& extra) {
     const auto r = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2 --quiet" +
@@ -126,7 +126,7 @@ TEST_F(GlooTest, GradientsTravelInBucketsCappedByBucketMbAndRunsRepeatBitForBit)
   };
   const auto first = train("first", "");
   const auto again = train("again", "");
-  const auto one_bucket = train("default", " --set /train/strategy=gloo");
+  const auto two_buckets = train("default", " --set /train/strategy=gloo");
 
   EXPECT_EQ(first["name"], "gloo");
   EXPECT_EQ(first["world_size"], 2);
@@ -135,9 +135,9 @@ TEST_F(GlooTest, GradientsTravelInBucketsCappedByBucketMbAndRunsRepeatBitForBit)
   EXPECT_EQ(first["flat_buckets"], 3) << "the cpu backend packs its gradients in this order: each bucket is one view";
   EXPECT_EQ(first["overlapped"], true);
   EXPECT_DOUBLE_EQ(first["bucket_mb"].get<double>(), 0.001);
-  EXPECT_EQ(one_bucket["buckets"], 1);
-  EXPECT_DOUBLE_EQ(one_bucket["bucket_mb"].get<double>(), 25);
-  for (const auto& s : {first, one_bucket}) {
+  EXPECT_EQ(two_buckets["buckets"], 2);
+  EXPECT_DOUBLE_EQ(two_buckets["bucket_mb"].get<double>(), 25);
+  for (const auto& s : {first, two_buckets}) {
     EXPECT_GE(s["hidden_fraction"].get<double>(), 0.0);
     EXPECT_LE(s["hidden_fraction"].get<double>(), 1.0);
     EXPECT_GT(s["unhidden_all_reduce_s_per_step"].get<double>(), 0.0);
@@ -366,16 +366,16 @@ class GlooCollectives : public ::testing::Test {
   TempDir dir;
   core::PluginRegistry registry{core::DiscoveryOptions{{stock_plugin_dir()}, {}, {}}};
 
-  std::unique_ptr<core::Strategy> make(int rank, double timeout_s) {
+  std::unique_ptr<core::Strategy> make(int rank, double timeout_s, int world_size = 2) {
     core::CreateArgs args;
-    args.config = {{"rank", rank}, {"world_size", 2}, {"rendezvous", "file"}, {"dir", (dir / "store").string()},
-                   {"timeout_s", timeout_s}};
+    args.config = {{"rank", rank}, {"world_size", world_size}, {"rendezvous", "file"},
+                   {"dir", (dir / "store").string()}, {"timeout_s", timeout_s}};
     args.where = "test.json#/train/strategy";
     return std::make_unique<core::Strategy>(registry.component(RAMJET_KIND_STRATEGY, "gloo"), args);
   }
-  // Runs `work(rank)` for ranks 0 and 1 at once; an exception on either fails the test with its message.
+  // Runs `work(rank)` for ranks 0 .. world_size - 1 at once; an exception on any fails the test with its message.
   template <class Work>
-  static void on_two_ranks(Work work) {
+  static void on_ranks(int world_size, Work work) {
     auto guarded = [&](int rank) {
       try {
         work(rank);
@@ -383,9 +383,14 @@ class GlooCollectives : public ::testing::Test {
         ADD_FAILURE() << "rank " << rank << ": " << e.what();
       }
     };
-    std::thread other(guarded, 1);
+    std::vector<std::thread> others;
+    for (int r = 1; r < world_size; ++r) others.emplace_back(guarded, r);
     guarded(0);
-    other.join();
+    for (auto& t : others) t.join();
+  }
+  template <class Work>
+  static void on_two_ranks(Work work) {
+    on_ranks(2, work);
   }
   template <class T>
   static core::TensorPtr tensor(DLDataType dtype, std::vector<T> values) {
@@ -450,6 +455,39 @@ TEST_F(GlooCollectives, BroadcastAllReduceBarrierAndNonBlockingAllReduceGiveTheR
     }
     s->barrier();  // the refusal left the mesh usable
   });
+}
+
+TEST_F(GlooCollectives, SmallAndLargeAllReducesOnTwoThreeAndFourRanksGiveEveryRankTheSameSum) {
+  // Small buffers among 2 or 4 ranks go by recursive doubling, the rest (3 ranks, or more than 4 MiB) by gloo's
+  // ring. Either way every rank must end with the same bits (the values round differently in another order of
+  // addition), and the sums must be right.
+  for (int world : {2, 3, 4}) {
+    for (size_t n : {size_t{1000}, size_t{3} << 20}) {
+      const fs::path store = dir / ("store_" + std::to_string(world) + "_" + std::to_string(n));
+      std::vector<std::vector<float>> results(static_cast<size_t>(world));
+      on_ranks(world, [&](int rank) {
+        core::CreateArgs args;
+        args.config = {{"rank", rank}, {"world_size", world}, {"rendezvous", "file"}, {"dir", store.string()},
+                       {"timeout_s", 30}};
+        args.where = "test.json#/train/strategy";
+        core::Strategy s(registry.component(RAMJET_KIND_STRATEGY, "gloo"), args);
+        std::vector<float> v(n);
+        for (size_t i = 0; i < n; ++i) v[i] = 0.1f * static_cast<float>(i % 97) + 0.01f * static_cast<float>(rank);
+        auto t = tensor<float>(kF32, v);
+        s.all_reduce(t->dl_tensor, RAMJET_REDUCE_SUM);
+        results[static_cast<size_t>(rank)] = values<float>(t);
+        auto m = tensor<double>(kF64, {static_cast<double>(rank)});
+        s.all_reduce(m->dl_tensor, RAMJET_REDUCE_MAX);
+        EXPECT_EQ(values<double>(m)[0], world - 1);
+      });
+      for (size_t i = 0; i < n; i += 4099)
+        ASSERT_NEAR(results[0][i], 0.1 * (i % 97) * world + 0.01 * world * (world - 1) / 2, 1e-4)
+            << world << " ranks, " << n << " floats, element " << i;
+      for (int r = 1; r < world; ++r)
+        EXPECT_TRUE(std::memcmp(results[0].data(), results[static_cast<size_t>(r)].data(), n * sizeof(float)) == 0)
+            << "rank " << r << " of " << world << " differs from rank 0 (" << n << " floats)";
+    }
+  }
 }
 
 TEST_F(GlooCollectives, APeerThatNeverJoinsTheCollectiveIsATimeoutNamingIt) {

@@ -1,5 +1,6 @@
 #include "gloo_strategy.hpp"
 
+#include "recursive_doubling.hpp"
 #include "tcp_store.hpp"
 
 #include <gloo/allreduce.h>
@@ -21,6 +22,12 @@ namespace {
 
 // How long a wait outlasts gloo's own timeout before ramjet gives up on gloo returning at all.
 constexpr std::chrono::milliseconds kGrace{10000};
+
+// Gloo's ring all-reduce moves a buffer in segments of at most this many bytes, each a round of messages and
+// thread wake-ups; its default of 1 MiB makes a 46 MB bucket 92 rounds. 4 MiB measured 20 % faster here (35 against
+// 43 ms for 46 MB between two local ranks, 56 against 72 ms with the CPUs busy); the scratch is two segments.
+// Buffers up to this size go by recursive doubling instead (its scratch is one buffer).
+constexpr size_t kRingSegmentBytes = size_t{4} << 20;
 
 std::string shape_text(const DLTensor& t) {
   std::string out = ramjet::dtype_name(t.dtype) + "[";
@@ -59,15 +66,21 @@ gloo::AllreduceOptions::Func reduce_function(ramjet_reduce_op op) {
   }
 }
 
+// Small buffers among a power-of-two number of ranks by recursive doubling, the rest by gloo's ring.
 template <class T>
 void all_reduce_typed(const std::shared_ptr<gloo::Context>& context, T* data, size_t n, ramjet_reduce_op op,
-                      uint32_t tag, std::chrono::milliseconds timeout) {
-  gloo::AllreduceOptions opts(context);
-  opts.setOutput(data, n);  // in place: the output is the input too
-  opts.setReduceFunction(reduce_function<T>(op));
-  opts.setTag(tag);
-  opts.setTimeout(timeout);
-  gloo::allreduce(opts);
+                      uint32_t tag, std::chrono::milliseconds timeout, std::vector<unsigned char>& scratch) {
+  if (n * sizeof(T) <= kRingSegmentBytes && is_power_of_two(context->size)) {
+    recursive_doubling_all_reduce(*context, data, n, reduce_function<T>(op), tag, timeout, scratch);
+  } else {
+    gloo::AllreduceOptions opts(context);
+    opts.setOutput(data, n);  // in place: the output is the input too
+    opts.setReduceFunction(reduce_function<T>(op));
+    opts.setTag(tag);
+    opts.setTimeout(timeout);
+    opts.setMaxSegmentSize(kRingSegmentBytes);
+    gloo::allreduce(opts);
+  }
   if (op == RAMJET_REDUCE_MEAN) {
     const T size = static_cast<T>(context->size);
     for (size_t i = 0; i < n; ++i) data[i] /= size;
@@ -276,12 +289,13 @@ uint64_t GlooStrategy::all_reduce_start(DLTensor& t, const ramjet_collective_arg
   auto context = context_;
   const uint32_t tag = next_tag_++;
   const auto timeout = settings_.timeout;
-  return submit(what, [=] {
+  return submit(what, [=, scratch = scratch_] {
     if (!context || n == 0) return;  // one rank: its values are already the result
-    if (dtype.code == kDLFloat && dtype.bits == 32) all_reduce_typed(context, static_cast<float*>(data), n, op, tag, timeout);
-    else if (dtype.code == kDLFloat) all_reduce_typed(context, static_cast<double*>(data), n, op, tag, timeout);
-    else if (dtype.bits == 32) all_reduce_typed(context, static_cast<int32_t*>(data), n, op, tag, timeout);
-    else all_reduce_typed(context, static_cast<int64_t*>(data), n, op, tag, timeout);
+    auto& s = *scratch;
+    if (dtype.code == kDLFloat && dtype.bits == 32) all_reduce_typed(context, static_cast<float*>(data), n, op, tag, timeout, s);
+    else if (dtype.code == kDLFloat) all_reduce_typed(context, static_cast<double*>(data), n, op, tag, timeout, s);
+    else if (dtype.bits == 32) all_reduce_typed(context, static_cast<int32_t*>(data), n, op, tag, timeout, s);
+    else all_reduce_typed(context, static_cast<int64_t*>(data), n, op, tag, timeout, s);
   });
 }
 

@@ -63,6 +63,8 @@ class GlooStrategy {
     std::string peer_in(const std::string& gloo_text) const;
   };
   std::shared_ptr<Identity> identity_ = std::make_shared<Identity>();
+  // The small all-reduces' scratch, used by the queue thread's jobs one at a time (shared: a job may outlive this).
+  std::shared_ptr<std::vector<unsigned char>> scratch_ = std::make_shared<std::vector<unsigned char>>();
   std::optional<ramjet::CollectiveQueue> queue_;
   // The first failure, shared with the queue thread: once set, every later collective fails with it at once
   // instead of waiting out its own timeout on a mesh that is already broken.

@@ -50,9 +50,12 @@ GradientBuckets::GradientBuckets(Strategy& strategy, Example& gradients, const s
     if (!placed[k]) rest.push_back(k);
   order.insert(order.begin(), rest.begin(), rest.end());
   // A bucket closes once it reaches its cap (so one gradient larger than the cap is a bucket of its own). The
-  // first cap is smaller: the last layers' gradients are on the wire while backward goes on.
+  // first cap is smaller: the last layers' gradients are on the wire while backward goes on. It is also at most half
+  // the gradients, so a model that fits in one bucket still sends its last layers while backward does the rest.
+  size_t total = 0;
+  for (size_t k : order) total += byte_size(gradients_.entries[k].tensor->dl_tensor);
   Bucket current;
-  size_t cap = std::min(kFirstBucketBytes, cap_bytes);
+  size_t cap = std::min({kFirstBucketBytes, cap_bytes, std::max<size_t>(total / 2, 1)});
   for (size_t k : order) {
     const size_t size = byte_size(gradients_.entries[k].tensor->dl_tensor);
     current.members.push_back(k);

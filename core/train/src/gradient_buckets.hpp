@@ -1,6 +1,6 @@
 // Gradients averaged across replicas in buckets while backward still runs, as PyTorch DDP's reducer does: the
 // gradients are grouped in reverse parameter order (the order backward finishes them) into buckets of about
-// `cap_bytes`, the first smaller so that communication starts early; the backend's grad_ready callback marks each
+// `cap_bytes`, the first smaller (1 MiB, or half the gradients if less) so that communication starts early; the backend's grad_ready callback marks each
 // gradient final, and a bucket whose gradients are all final starts its non-blocking all-reduce at once. Buckets
 // always start in plan order, so every rank issues the same collectives in the same order whatever order its
 // backend's threads finish in; with a fixed world size the result is the same from run to run.
