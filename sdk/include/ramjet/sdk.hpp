@@ -29,6 +29,7 @@
 //   ramjet/sdk/quantizer.hpp         ramjet::quantizer<T>        ramjet/sdk/exporter.hpp    ramjet::exporter<T>
 //   ramjet/sdk/backend.hpp           ramjet::backend<T>
 //   ramjet/sdk/collective_queue.hpp  ramjet::CollectiveQueue, a strategy's collectives on one thread, in issue order
+//   ramjet/sdk/vocabulary.hpp        ramjet::Vocabulary, character- or byte-level token IDs in a tokenizer.json
 //   ramjet/sdk/plugin.hpp            RAMJET_PLUGIN, the entry point
 #ifndef RAMJET_SDK_HPP
 #define RAMJET_SDK_HPP
@@ -74,6 +75,7 @@
 #include <ramjet/sdk/exporter.hpp>
 #include <ramjet/sdk/backend.hpp>
 #include <ramjet/sdk/collective_queue.hpp>
+#include <ramjet/sdk/vocabulary.hpp>
 
 #include <ramjet/sdk/plugin.hpp>
 
