@@ -428,6 +428,16 @@ TEST(PluginConfig, OnednnCheckOptions) {
                          {{"/optimizer/epsilon", "must be > 0"}, {"/optimizer/weight_decay", "must be >= 0"},
                           {"/optimizer/learning_rate", "must be a finite number"}});
   expect_option_problems({{"optimizer", {{"type", "lamb"}}}}, {{"/optimizer/type", "not supported by the onednn cpu backend"}});
+  // rmsprop's words, and adamw's decay_all (adamw's alone).
+  expect_option_problems({{"optimizer", {{"type", "rmsprop"}, {"rho", 0.95}, {"momentum", 0.9}, {"epsilon", 1e-6},
+                                         {"centered", true}, {"weight_decay", 0.01}}}},
+                         {});
+  expect_option_problems({{"optimizer", {{"type", "rmsprop"}, {"rho", 1}, {"momentum", -1}, {"centered", 1}, {"beta_1", 0.9}}}},
+                         {{"/optimizer/rho", "must be < 1"}, {"/optimizer/momentum", "must be >= 0"},
+                          {"/optimizer/centered", "must be true or false"}, {"/optimizer/beta_1", "unknown field"}});
+  expect_option_problems({{"optimizer", {{"type", "adamw"}, {"decay_all", true}}}}, {});
+  expect_option_problems({{"optimizer", {{"type", "adam"}, {"decay_all", true}}}},
+                         {{"/optimizer/decay_all", "unknown field 'decay_all'"}});
   expect_option_problems({{"batch", 0}, {"bacth", 1}}, {{"/batch", "must be >= 1"}, {"/bacth", "did you mean 'batch'?"}});
   expect_option_problems({{"precision", "mixed_float16"}}, {{"/precision", "'mixed_float16' is not supported"}});
   expect_option_problems({{"precision", "float32"}, {"layer_dtypes", json::object()}},

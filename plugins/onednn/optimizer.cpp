@@ -5,21 +5,68 @@
 namespace onednn {
 namespace {
 constexpr int64_t kParallelMin = 1 << 14;
+
+// The slot names of each optimizer, in the order Entry::slot keeps them.
+std::vector<const char*> slot_names(const OptimizerSpec& spec) {
+  switch (spec.type) {
+    case OptimizerSpec::Type::sgd:
+      if (spec.momentum > 0) return {"momentum"};
+      return {};
+    case OptimizerSpec::Type::adam:
+    case OptimizerSpec::Type::adamw:
+      return {"m", "v"};
+    case OptimizerSpec::Type::rmsprop: {
+      std::vector<const char*> names{"velocity"};
+      if (spec.momentum > 0) names.push_back("momentum");
+      if (spec.centered) names.push_back("average_gradient");
+      return names;
+    }
+  }
+  return {};
 }
 
+// RMSprop's numbers for one step. 1 - rho is taken in double, as Keras does.
+struct RmspropStep {
+  float lr, gs, l2, rho, one_minus_rho, mu, eps;
+};
+
+// One parameter's RMSprop step, Keras's operations in Keras's order (keras/src/optimizers/rmsprop.py). `mom` is
+// read only with Momentum, `avg` only when Centered.
+template <bool Momentum, bool Centered>
+void rmsprop_step(const RmspropStep& k, float* w, const float* grad, int64_t n, float* ms, float* mom, float* avg) {
+  const float lr = k.lr, gs = k.gs, l2 = k.l2, rho = k.rho, one_minus_rho = k.one_minus_rho, mu = k.mu, eps = k.eps;
+#pragma omp parallel for simd if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = grad[i] * gs + l2 * w[i];
+    ms[i] = rho * ms[i] + one_minus_rho * (g * g);
+    float denominator;
+    if constexpr (Centered) {
+      avg[i] = rho * avg[i] + one_minus_rho * g;
+      denominator = ms[i] - avg[i] * avg[i] + eps;
+    } else {
+      denominator = ms[i] + eps;
+    }
+    const float increment = lr * g / std::sqrt(denominator);
+    if constexpr (Momentum) {
+      mom[i] = mu * mom[i] + increment;
+      w[i] -= mom[i];
+    } else {
+      w[i] -= increment;
+    }
+  }
+}
+}  // namespace
+
 Optimizer::Optimizer(const OptimizerSpec& spec, ParameterStore& params) : spec_(spec) {
-  std::vector<const char*> names;
-  if (spec.type == OptimizerSpec::Type::sgd && spec.momentum > 0) names = {"momentum"};
-  if (spec.type != OptimizerSpec::Type::sgd) names = {"m", "v"};
+  const std::vector<const char*> names = slot_names(spec);
   for (const auto& p : params.all())
     if (p->trainable)
       for (const char* n : names) slots_.push_back({p->name + "/" + n, p.get(), std::vector<float>(p->count(), 0.0f)});
   size_t next = 0;  // slots_ is complete: pointers into it stay valid
   for (const auto& p : params.all()) {
     if (!p->trainable) continue;
-    Entry e{p.get(), nullptr, nullptr};
-    if (names.size() >= 1) e.first = slots_[next++].data.data();
-    if (names.size() >= 2) e.second = slots_[next++].data.data();
+    Entry e{p.get(), {nullptr, nullptr, nullptr}, spec.decay_all || p->shape.size() >= 2};
+    for (size_t k = 0; k < names.size(); ++k) e.slot[k] = slots_[next++].data.data();
     entries_.push_back(e);
   }
 }
@@ -43,12 +90,12 @@ void Optimizer::update(const ramjet_update_args& args) {
     switch (spec_.type) {
       case OptimizerSpec::Type::sgd: {
         const float mu = static_cast<float>(spec_.momentum);
-        if (e.first == nullptr) {
+        if (e.slot[0] == nullptr) {
 #pragma omp parallel for simd if (n >= kParallelMin)
           for (int64_t i = 0; i < n; ++i) w[i] -= lr * (grad[i] * gs + wd * w[i]);
           break;
         }
-        float* v = e.first;
+        float* v = e.slot[0];
         const bool nesterov = spec_.nesterov;
 #pragma omp parallel for simd if (n >= kParallelMin)
         for (int64_t i = 0; i < n; ++i) {
@@ -62,21 +109,36 @@ void Optimizer::update(const ramjet_update_args& args) {
       case OptimizerSpec::Type::adamw: {
         const double t = static_cast<double>(args.step);
         const float b1 = static_cast<float>(spec_.beta_1), b2 = static_cast<float>(spec_.beta_2);
+        // 1 - beta in double, as Keras does (1.0f - 0.999f is off by 1e-5 relative).
+        const float c1 = static_cast<float>(1.0 - spec_.beta_1), c2 = static_cast<float>(1.0 - spec_.beta_2);
         const float eps = static_cast<float>(spec_.epsilon);
         const float alpha = static_cast<float>(lr * std::sqrt(1.0 - std::pow(spec_.beta_2, t)) /
                                                (1.0 - std::pow(spec_.beta_1, t)));
         const bool decoupled = spec_.type == OptimizerSpec::Type::adamw;
-        const float l2 = decoupled ? 0.0f : wd, decay = decoupled ? lr * wd : 0.0f;
-        float* m = e.first;
-        float* v = e.second;
+        const float l2 = decoupled ? 0.0f : wd, decay = decoupled && e.decay ? lr * wd : 0.0f;
+        float* m = e.slot[0];
+        float* v = e.slot[1];
 #pragma omp parallel for simd if (n >= kParallelMin)
         for (int64_t i = 0; i < n; ++i) {
           w[i] -= decay * w[i];
           const float g = grad[i] * gs + l2 * w[i];
-          m[i] = b1 * m[i] + (1.0f - b1) * g;
-          v[i] = b2 * v[i] + (1.0f - b2) * g * g;
+          m[i] = b1 * m[i] + c1 * g;
+          v[i] = b2 * v[i] + c2 * g * g;
           w[i] -= alpha * m[i] / (std::sqrt(v[i]) + eps);
         }
+        break;
+      }
+      case OptimizerSpec::Type::rmsprop: {
+        const RmspropStep k{lr, gs, wd, static_cast<float>(spec_.rho), static_cast<float>(1.0 - spec_.rho),
+                            static_cast<float>(spec_.momentum), static_cast<float>(spec_.epsilon)};
+        const bool momentum = spec_.momentum > 0, centered = spec_.centered;
+        float* ms = e.slot[0];
+        float* mom = momentum ? e.slot[1] : nullptr;
+        float* avg = centered ? e.slot[momentum ? 2 : 1] : nullptr;
+        if (momentum && centered) rmsprop_step<true, true>(k, w, grad, n, ms, mom, avg);
+        else if (momentum) rmsprop_step<true, false>(k, w, grad, n, ms, mom, avg);
+        else if (centered) rmsprop_step<false, true>(k, w, grad, n, ms, mom, avg);
+        else rmsprop_step<false, false>(k, w, grad, n, ms, mom, avg);
         break;
       }
     }

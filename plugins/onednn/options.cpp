@@ -13,7 +13,7 @@ using ramjet::Field;
 using ramjet::Fields;
 using nlohmann::json;
 
-const std::vector<std::string> kOptimizers{"sgd", "adam", "adamw"};
+const std::vector<std::string> kOptimizers{"sgd", "adam", "adamw", "rmsprop"};
 constexpr DLDataType kFloat32{kDLFloat, 32, 1};
 constexpr DLDataType kBfloat16{kDLBfloat, 16, 1};
 
@@ -23,7 +23,7 @@ Fields option_fields() {
           Field::integer("threads").at_least(0).at_most(std::numeric_limits<int>::max())
               .doc("OpenMP threads; overrides the backend's configuration (0: OpenMP's default)"),
           Field::string("precision").doc("float32, mixed_bfloat16, or int8 for a qgraph"),
-          Field::any("optimizer").doc("{\"type\": sgd|adam|adamw, ...}; null or absent: adam"),
+          Field::any("optimizer").doc("{\"type\": sgd|adam|adamw|rmsprop, ...}; null or absent: adam"),
           Field::any("layer_dtypes").doc("{\"<node>\": {\"compute\": ..., \"variable\": ...}}")};
 }
 
@@ -63,7 +63,8 @@ void judge_optimizer(const json& o, std::vector<OptionIssue>& out) {
   }
   const std::string name = type.get<std::string>();
   if (std::find(kOptimizers.begin(), kOptimizers.end(), name) == kOptimizers.end()) {
-    std::string message = "optimizer type '" + name + "' is not supported by the onednn cpu backend (sgd, adam, adamw)";
+    std::string message =
+        "optimizer type '" + name + "' is not supported by the onednn cpu backend (sgd, adam, adamw, rmsprop)";
     if (auto guess = ramjet::closest_word(name, kOptimizers)) message += "; did you mean '" + *guess + "'?";
     out.push_back({RAMJET_ERR_UNSUPPORTED, {"/optimizer/type", message}});
     return;
@@ -157,6 +158,11 @@ Fields optimizer_fields(const std::string& type) {
   if (type == "sgd") {
     fields.add(Field::number("momentum").at_least(0).below(1).fallback(0.0));
     fields.add(Field::boolean("nesterov").fallback(false));
+  } else if (type == "rmsprop") {  // Keras's RMSprop defaults
+    fields.add(Field::number("rho").at_least(0).below(1).fallback(0.9).doc("decay of the mean square"));
+    fields.add(Field::number("momentum").at_least(0).below(1).fallback(0.0).doc("0: no momentum slot"));
+    fields.add(Field::number("epsilon").above(0).fallback(1e-7));
+    fields.add(Field::boolean("centered").fallback(false).doc("divide by the gradient's estimated variance"));
   } else {
     fields.add(Field::number("beta_1").at_least(0).below(1).fallback(0.9));
     fields.add(Field::number("beta_2").at_least(0).below(1).fallback(0.999));
@@ -164,6 +170,9 @@ Fields optimizer_fields(const std::string& type) {
   }
   // Keras's AdamW default; the others default to none.
   fields.add(Field::number("weight_decay").at_least(0).fallback(type == "adamw" ? 0.004 : 0.0));
+  if (type == "adamw")
+    fields.add(Field::boolean("decay_all").fallback(false).doc(
+        "decay every trainable parameter; false: only those of rank >= 2 (kernels, embeddings), not biases or norms"));
   return fields;
 }
 
@@ -213,17 +222,25 @@ CompileOptions parse_options(const json& json_options, const Graph* graph) {
     const std::string type = o["optimizer"].value("type", std::string("adam"));
     const json f = optimizer_fields(type).with_defaults(o["optimizer"]);
     OptimizerSpec& spec = options.optimizer;
-    spec.type = type == "sgd" ? OptimizerSpec::Type::sgd
-                : type == "adam" ? OptimizerSpec::Type::adam : OptimizerSpec::Type::adamw;
+    spec.type = type == "sgd"     ? OptimizerSpec::Type::sgd
+                : type == "adam"  ? OptimizerSpec::Type::adam
+                : type == "adamw" ? OptimizerSpec::Type::adamw
+                                  : OptimizerSpec::Type::rmsprop;
     if (spec.type == OptimizerSpec::Type::sgd) {
       spec.momentum = f.at("momentum").get<double>();
       spec.nesterov = f.at("nesterov").get<bool>();
+    } else if (spec.type == OptimizerSpec::Type::rmsprop) {
+      spec.rho = f.at("rho").get<double>();
+      spec.momentum = f.at("momentum").get<double>();
+      spec.epsilon = f.at("epsilon").get<double>();
+      spec.centered = f.at("centered").get<bool>();
     } else {
       spec.beta_1 = f.at("beta_1").get<double>();
       spec.beta_2 = f.at("beta_2").get<double>();
       spec.epsilon = f.at("epsilon").get<double>();
     }
     spec.weight_decay = f.at("weight_decay").get<double>();
+    if (spec.type == OptimizerSpec::Type::adamw) spec.decay_all = f.at("decay_all").get<bool>();
   }
   return options;
 }

@@ -22,12 +22,16 @@ struct Graph;
 enum class Precision { float32, mixed_bfloat16 };
 
 struct OptimizerSpec {
-  enum class Type { sgd, adam, adamw };
+  enum class Type { sgd, adam, adamw, rmsprop };
   Type type = Type::adam;
-  double momentum = 0.0;  // sgd
+  double momentum = 0.0;  // sgd, rmsprop
   bool nesterov = false;  // sgd
-  double beta_1 = 0.9, beta_2 = 0.999, epsilon = 1e-7;  // adam, adamw
-  double weight_decay = 0.0;  // sgd/adam: L2 added to the gradient; adamw: decoupled
+  double beta_1 = 0.9, beta_2 = 0.999;  // adam, adamw
+  double epsilon = 1e-7;  // adam, adamw, rmsprop
+  double rho = 0.9;       // rmsprop
+  bool centered = false;  // rmsprop
+  double weight_decay = 0.0;  // sgd/adam/rmsprop: L2 added to the gradient; adamw: decoupled
+  bool decay_all = false;     // adamw: decay every trainable parameter, not only those of rank >= 2
 };
 
 struct CompileOptions {
@@ -39,9 +43,9 @@ struct CompileOptions {
   dt compute_type() const { return precision == Precision::mixed_bfloat16 ? dt::bf16 : dt::f32; }
 };
 
-// The fields of one optimizer ("sgd", "adam" or "adamw"), defaults included: the one declaration the options
-// check and the optimizer's construction share. learning_rate is accepted (and must be > 0), but the rate an update
-// uses is always ramjet_update_args.learning_rate, after the host's schedules.
+// The fields of one optimizer ("sgd", "adam", "adamw" or "rmsprop"), defaults included: the one declaration the
+// options check and the optimizer's construction share. learning_rate is accepted (and must be > 0), but the rate an
+// update uses is always ramjet_update_args.learning_rate, after the host's schedules.
 ramjet::Fields optimizer_fields(const std::string& type);
 
 // One thing wrong with compile options: RAMJET_ERR_INVALID_ARGUMENT for malformed options, RAMJET_ERR_UNSUPPORTED
