@@ -108,13 +108,19 @@ TEST_F(GraphTest, ResidualBlocksAreADagThroughNamedInputs) {
   EXPECT_EQ(shape_of(g, "concat"), (std::vector<int64_t>{8, 8, 8}));
   EXPECT_EQ(node(g, "r")["op"], "activation");
   EXPECT_TRUE(g.ir["params"].contains("batch_norm/moving_variance"));
-  EXPECT_EQ(g.ir["labels"], (nlohmann::json{{"name", "target"}, {"dtype", "float32"}}));
+  EXPECT_EQ(g.ir["labels"], (nlohmann::json{{"name", "target"}, {"dtype", "float32"}, {"shape", {3}}}));
 }
 
 TEST_F(GraphTest, ErrorsNameTheLayerPointerAndTheProblem) {
   auto model = keras_cnn();
-  model["layers"].erase(4);  // no flatten before dense
-  EXPECT_EQ(error(model), "/model/layers/4: dense needs a flat input, got [5, 5, 64] (add a flatten layer first)");
+  model["layers"].erase(4);  // no flatten before dense: Keras's Dense works on the last axis, and so does this one
+  EXPECT_EQ(build(model).ir["labels"]["shape"], (nlohmann::json{5, 5}));  // a class per position
+  model = keras_cnn();
+  model["layers"][0] = {{"type", "embedding"}, {"input_dim", 10}, {"output_dim", 4}};
+  EXPECT_EQ(error(model), "/model/layers/0: embedding reads int32 token IDs, but 'image' is float32");
+  model = keras_cnn();
+  model["input"]["second"] = {4};
+  EXPECT_EQ(error(model), "/model/layers/0/inputs: the model has several inputs: name the one this layer reads");
   model = keras_cnn();
   model["layers"][0]["filter"] = 3;
   EXPECT_EQ(error(model), "/model/layers/0/filter: unknown field for a conv2d layer");
@@ -135,9 +141,11 @@ TEST_F(GraphTest, ErrorsNameTheLayerPointerAndTheProblem) {
                 .find("add needs equal shapes: 'x' is [4, 4, 2], 'conv2d' is [4, 4, 3]"),
             std::string::npos);
   model = keras_cnn();
-  model["layers"][6]["units"] = 1;
-  model["layers"].push_back({{"type", "reshape"}, {"shape", {1, 1}}});
-  EXPECT_NE(error(model).find("sparse_softmax_cross_entropy needs a 1-D output"), std::string::npos);
+  model["loss"]["label_smoothing"] = 1.5;
+  EXPECT_EQ(error(model), "/model/loss/label_smoothing: must be a number in [0, 1), got 1.5");
+  model = keras_cnn();
+  model["loss"]["typo"] = 1;
+  EXPECT_EQ(error(model), "/model/loss/typo: unknown field for a sparse_softmax_cross_entropy loss");
 }
 
 TEST_F(GraphTest, InitialParametersAreSeededAndFollowKerasInitializers) {

@@ -1,43 +1,37 @@
-#include "ramjet/plugin/failure.hpp"
+// The manifest's `model` object → the graph IR: inputs, then each layer through its rule (layer_site.hpp), then the
+// outputs and the loss. Every problem is a ManifestError with the JSON pointer of the field at fault.
+#include "layer_site.hpp"
 #include "ramjet/model/graph.hpp"
 #include "ramjet/plugin/machine_limits.hpp"
 
 #include <ramjet/sdk/fields.hpp>
 
 #include <algorithm>
-#include <map>
-#include <set>
 
 namespace ramjet::core {
 namespace {
 
-using nlohmann::json;
-using Shape = std::vector<int64_t>;
+using namespace model_rules;
 
-std::string shape_text(const Shape& s) {
-  std::string t = "[";
-  for (size_t i = 0; i < s.size(); ++i) t += (i ? ", " : "") + std::to_string(s[i]);
-  return t + "]";
+const std::map<std::string, LayerRule>& layer_rules() {
+  static const std::map<std::string, LayerRule> rules = [] {
+    std::map<std::string, LayerRule> r;
+    add_general_layers(r);
+    add_image_layers(r);
+    add_sequence_layers(r);
+    return r;
+  }();
+  return rules;
 }
 
-// Bounds on what a manifest may ask for, so that no size arithmetic downstream (offsets, byte counts, oneDNN
-// descriptors) can overflow: one dimension (units, filters, a kernel or input extent) below 2^24, one example's
-// tensor below 2^31 elements.
-constexpr int64_t kMaxDimension = int64_t{1} << 24;
-constexpr int64_t kMaxElementsPerExample = int64_t{1} << 31;
-
-// The element count, or INT64_MAX when it overflows.
-int64_t product(const Shape& s) {
-  int64_t n = 1;
-  for (int64_t d : s)
-    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
-  return n;
+std::string rule_names() {
+  std::string out;
+  for (const auto& [name, rule] : layer_rules()) out += (out.empty() ? "" : ", ") + name;
+  return out;
 }
 
-
-const std::set<std::string> kActivations = {"linear", "relu", "relu6", "sigmoid", "tanh", "gelu"};
-const std::set<std::string> kInitializers = {"glorot_uniform", "glorot_normal", "he_uniform", "he_normal",
-                                             "lecun_normal",   "zeros",         "ones"};
+const std::set<std::string> kLosses = {"sparse_softmax_cross_entropy", "categorical_cross_entropy",
+                                       "binary_cross_entropy", "mse", "l1"};
 
 class Builder {
  public:
@@ -46,16 +40,17 @@ class Builder {
   Graph build(const json& model) {
     if (!model.is_object()) fail(root_, "the model must be an object");
     for (const auto& [key, value] : model.items())
-      if (key != "input" && key != "layers" && key != "loss")
-        fail(root_ + "/" + key, "unknown field (expected input, layers, loss)");
+      if (key != "input" && key != "layers" && key != "outputs" && key != "loss")
+        fail(root_ + "/" + key, "unknown field (expected input, layers, outputs, loss)");
     read_inputs(model);
     auto layers = model.find("layers");
     if (layers == model.end() || !layers->is_array() || layers->empty())
       fail(root_ + "/layers", "must be a non-empty array of layers");
-    std::string previous = ir_["inputs"][0]["name"];
-    for (size_t i = 0; i < layers->size(); ++i) previous = add_layer((*layers)[i], root_ + "/layers/" + std::to_string(i), previous);
-    ir_["outputs"] = json::array({previous});
-    if (auto loss = model.find("loss"); loss != model.end()) read_loss(*loss, previous);
+    std::string previous = ir_["inputs"].size() == 1 ? ir_["inputs"][0]["name"].get<std::string>() : "";
+    for (size_t i = 0; i < layers->size(); ++i)
+      previous = add_layer((*layers)[i], root_ + "/layers/" + std::to_string(i), previous);
+    read_outputs(model, previous);
+    if (auto loss = model.find("loss"); loss != model.end()) read_loss(*loss);
     Graph g;
     g.ir = std::move(ir_);
     g.parameter_count = parameter_count_;
@@ -67,57 +62,128 @@ class Builder {
     throw ManifestError(origin_.where(pointer), pointer, message);
   }
 
+  // {"image": [28, 28, 1]} (float32), or {"tokens": {"shape": [128], "dtype": "int32"}}; several inputs allowed.
   void read_inputs(const json& model) {
     auto input = model.find("input");
-    if (input == model.end() || !input->is_object() || input->size() != 1)
-      fail(root_ + "/input", "must name exactly one input and its per-example shape, e.g. {\"image\": [28, 28, 1]}");
-    const std::string name = input->begin().key();
-    const json& shape = input->begin().value();
-    if (!shape.is_array() || shape.empty() ||
-        !std::all_of(shape.begin(), shape.end(), [](const json& d) {
-          return d.is_number_integer() && d.get<int64_t>() > 0 && d.get<int64_t>() <= kMaxDimension;
-        }))
-      fail(root_ + "/input/" + name, "must be an array of positive dimensions up to " + std::to_string(kMaxDimension) +
-                                         ", e.g. [28, 28, 1]");
-    if (product(shape.get<Shape>()) > kMaxElementsPerExample)
-      fail(root_ + "/input/" + name, "one example would have more than 2^31 elements");
-    ir_["inputs"] = json::array({{{"name", name}, {"shape", shape}, {"dtype", "float32"}}});
+    if (input == model.end() || !input->is_object() || input->empty())
+      fail(root_ + "/input", "must name the model's inputs and their per-example shapes, e.g. {\"image\": [28, 28, 1]}");
+    ir_["inputs"] = json::array();
     ir_["nodes"] = json::array();
     ir_["params"] = json::object();
-    shapes_[name] = shape.get<Shape>();
+    for (const auto& [name, spec] : input->items()) {
+      const std::string p = root_ + "/input/" + name;
+      const json* shape = &spec;
+      std::string dtype = "float32";
+      if (spec.is_object()) {
+        for (const auto& [key, value] : spec.items())
+          if (key != "shape" && key != "dtype") fail(p + "/" + key, "unknown field (expected shape, dtype)");
+        if (!spec.contains("shape")) fail(p + "/shape", "required field is missing");
+        shape = &spec["shape"];
+        if (spec.contains("dtype")) {
+          if (!spec["dtype"].is_string() || (spec["dtype"] != "float32" && spec["dtype"] != "int32"))
+            fail(p + "/dtype", "must be \"float32\" or \"int32\", got " + quote_value(spec["dtype"]));
+          dtype = spec["dtype"];
+        }
+      }
+      const std::string sp = spec.is_object() ? p + "/shape" : p;
+      if (!shape->is_array() || shape->empty() || !std::all_of(shape->begin(), shape->end(), [](const json& d) {
+            return d.is_number_integer() && d.get<int64_t>() > 0 && d.get<int64_t>() <= kMaxDimension;
+          }))
+        fail(sp, "must be an array of positive dimensions up to " + std::to_string(kMaxDimension) + ", e.g. [28, 28, 1]");
+      if (product(shape->get<Shape>()) > kMaxElementsPerExample) fail(sp, "one example would have more than 2^31 elements");
+      ir_["inputs"].push_back({{"name", name}, {"shape", *shape}, {"dtype", dtype}});
+      shapes_[name] = {shape->get<Shape>(), dtype};
+    }
   }
 
-  void read_loss(const json& loss, const std::string& output) {
+  // "outputs": the layers whose values the model returns; by default the last layer's.
+  void read_outputs(const json& model, const std::string& last) {
+    auto outputs = model.find("outputs");
+    if (outputs == model.end()) {
+      ir_["outputs"] = json::array({last});
+      return;
+    }
+    const std::string p = root_ + "/outputs";
+    if (!outputs->is_array() || outputs->empty()) fail(p, "must be a non-empty array of layer names");
+    std::set<std::string> seen;
+    for (size_t i = 0; i < outputs->size(); ++i) {
+      const json& o = (*outputs)[i];
+      if (!o.is_string() || !nodes_.count(o.get<std::string>()))
+        fail(p + "/" + std::to_string(i), "no layer is named " + quote_value(o));
+      if (!seen.insert(o.get<std::string>()).second)
+        fail(p + "/" + std::to_string(i), "'" + o.get<std::string>() + "' is listed twice");
+    }
+    ir_["outputs"] = *outputs;
+  }
+
+  void read_loss(const json& loss) {
     const std::string p = root_ + "/loss";
     if (!loss.is_object() || !loss.contains("type") || !loss["type"].is_string())
       fail(p, "must be an object with a \"type\"");
     const std::string type = loss["type"];
-    if (type != "sparse_softmax_cross_entropy" && type != "mse" && type != "l1")
-      fail(p + "/type", "unknown loss '" + type + "' (expected sparse_softmax_cross_entropy, mse, l1)");
+    if (!kLosses.count(type))
+      fail(p + "/type", "unknown loss '" + type +
+                            "' (expected sparse_softmax_cross_entropy, categorical_cross_entropy, binary_cross_entropy, mse, l1)");
+    const bool sparse = type == "sparse_softmax_cross_entropy";
+    const bool logits = sparse || type == "categorical_cross_entropy" || type == "binary_cross_entropy";
+    for (const auto& [key, value] : loss.items()) {
+      static const std::set<std::string> common = {"type", "labels", "output"};
+      const bool known = common.count(key) || (sparse && key == "ignore_label") ||
+                         ((sparse || type == "categorical_cross_entropy") && key == "label_smoothing") ||
+                         (logits && key == "from_logits");
+      if (!known) fail(p + "/" + key, "unknown field for a " + type + " loss");
+    }
+    if (logits && loss.contains("from_logits") && loss["from_logits"] != true)
+      fail(p + "/from_logits", type + " reads logits (the layer before the softmax): only true is supported");
+    std::string output = ir_["outputs"][0];
+    if (loss.contains("output")) {
+      if (!loss["output"].is_string() || std::find(ir_["outputs"].begin(), ir_["outputs"].end(), loss["output"]) ==
+                                             ir_["outputs"].end())
+        fail(p + "/output", "must name one of the model's outputs, got " + quote_value(loss["output"]));
+      output = loss["output"];
+    }
+    if (loss.contains("labels") && (!loss["labels"].is_string() || loss["labels"].get<std::string>().empty()))
+      fail(p + "/labels", "must be the name of the labels tensor");
     const std::string labels = loss.value("labels", std::string("label"));
-    if (type == "sparse_softmax_cross_entropy" && shapes_[output].size() != 1)
-      fail(p, "sparse_softmax_cross_entropy needs a 1-D output of class scores, the model's output is " +
-                  shape_text(shapes_[output]));
-    ir_["loss"] = {{"op", type}, {"input", output}, {"labels", labels}};
-    ir_["labels"] = {{"name", labels}, {"dtype", type == "sparse_softmax_cross_entropy" ? "int32" : "float32"}};
+    const Shape& out = nodes_.at(output);
+    json ir_loss = {{"op", type}, {"input", output}, {"labels", labels}};
+    Shape label_shape = out;
+    if (sparse) label_shape.pop_back();  // one class per position: [T] for logits [T, V], [] for [K]
+    if (sparse && loss.contains("ignore_label")) {
+      if (!loss["ignore_label"].is_number_integer()) fail(p + "/ignore_label", "must be an integer");
+      ir_loss["ignore_label"] = loss["ignore_label"];
+    }
+    if (loss.contains("label_smoothing")) {
+      const json& v = loss["label_smoothing"];
+      if (!v.is_number() || v.get<double>() < 0 || v.get<double>() >= 1)
+        fail(p + "/label_smoothing", "must be a number in [0, 1), got " + quote_value(v));
+      ir_loss["label_smoothing"] = v;
+    }
+    ir_["loss"] = ir_loss;
+    ir_["labels"] = {{"name", labels}, {"dtype", sparse ? "int32" : "float32"}, {"shape", label_shape}};
   }
 
   // Keras naming: the first conv2d is "conv2d", the next "conv2d_1", ...
-  std::string unique_name(const json& layer, const std::string& op, const std::string& p) {
+  std::string unique_name(const json& layer, const std::string& type, const std::string& p) {
     if (layer.contains("name")) {
-      if (!layer["name"].is_string() || layer["name"].get<std::string>().empty()) fail(p + "/name", "must be a non-empty string");
+      if (!layer["name"].is_string() || layer["name"].get<std::string>().empty())
+        fail(p + "/name", "must be a non-empty string");
       std::string name = layer["name"];
       if (shapes_.count(name)) fail(p + "/name", "'" + name + "' is already used");
       return name;
     }
     for (int n = 0;; ++n) {
-      std::string name = n == 0 ? op : op + "_" + std::to_string(n);
+      std::string name = n == 0 ? type : type + "_" + std::to_string(n);
       if (!shapes_.count(name)) return name;
     }
   }
 
   std::vector<std::string> layer_inputs(const json& layer, const std::string& p, const std::string& previous) {
-    if (!layer.contains("inputs")) return {previous};
+    if (!layer.contains("inputs")) {
+      if (previous.empty())
+        fail(p + "/inputs", "the model has several inputs: name the one this layer reads");
+      return {previous};
+    }
     const json& in = layer["inputs"];
     std::vector<std::string> names;
     if (in.is_string()) names.push_back(in);
@@ -127,54 +193,6 @@ class Builder {
     for (const auto& n : names)
       if (!shapes_.count(n)) fail(p + "/inputs", "no earlier layer or input is named '" + n + "'");
     return names;
-  }
-
-  std::vector<int64_t> pair(const json& layer, const char* key, int64_t fallback, const std::string& p) {
-    if (!layer.contains(key)) return {fallback, fallback};
-    const json& v = layer[key];
-    auto ok = [](const json& x) {
-      return x.is_number_integer() && x.get<int64_t>() > 0 && x.get<int64_t>() <= kMaxDimension;
-    };
-    if (ok(v)) return {v.get<int64_t>(), v.get<int64_t>()};
-    if (v.is_array() && v.size() == 2 && ok(v[0]) && ok(v[1])) return v.get<std::vector<int64_t>>();
-    fail(p + "/" + key, "must be a positive integer or [height, width], each at most " + std::to_string(kMaxDimension));
-  }
-
-  int64_t positive(const json& layer, const char* key, const std::string& p) {
-    auto it = layer.find(key);
-    if (it == layer.end()) fail(p + "/" + key, "required field is missing");
-    if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > kMaxDimension)
-      fail(p + "/" + key, "must be an integer from 1 to " + std::to_string(kMaxDimension) + ", got " +
-                              ramjet::quote_value(*it));
-    return it->get<int64_t>();
-  }
-
-  std::string activation(const json& layer, const std::string& p) {
-    std::string a = layer.value("activation", std::string("linear"));
-    if (layer.contains("activation") && layer["activation"].is_null()) a = "linear";
-    if (!kActivations.count(a)) fail(p + "/activation", "unknown activation '" + a + "' (linear, relu, relu6, sigmoid, tanh, gelu)");
-    return a;
-  }
-
-  std::string initializer(const json& layer, const char* key, const char* fallback, const std::string& p) {
-    std::string init = layer.value(key, std::string(fallback));
-    if (!kInitializers.count(init)) fail(p + "/" + key, "unknown initializer '" + init + "'");
-    return init;
-  }
-
-  // Output extent and padding for one spatial axis, as Keras computes them.
-  static std::pair<int64_t, std::pair<int64_t, int64_t>> spatial(int64_t in, int64_t k, int64_t s, int64_t d, bool same) {
-    const int64_t dk = (k - 1) * d + 1;
-    if (!same) return {in >= dk ? (in - dk) / s + 1 : 0, {0, 0}};
-    const int64_t out = (in + s - 1) / s;
-    const int64_t total = std::max<int64_t>((out - 1) * s + dk - in, 0);
-    return {out, {total / 2, total - total / 2}};
-  }
-
-  bool same_padding(const json& layer, const std::string& p) {
-    const std::string padding = layer.value("padding", std::string("valid"));
-    if (padding != "valid" && padding != "same") fail(p + "/padding", "must be \"valid\" or \"same\"");
-    return padding == "same";
   }
 
   void add_param(const std::string& name, const Shape& shape, const std::string& init, int64_t fan_in, int64_t fan_out,
@@ -192,186 +210,40 @@ class Builder {
   std::string add_layer(const json& layer, const std::string& p, const std::string& previous) {
     if (!layer.is_object() || !layer.contains("type") || !layer["type"].is_string())
       fail(p, "a layer must be an object with a \"type\"");
-    std::string type = layer["type"];
-    json node;
-    const auto inputs = layer_inputs(layer, p, previous);
-    auto single = [&]() -> const Shape& {
-      if (inputs.size() != 1) fail(p + "/inputs", type + " takes exactly one input");
-      return shapes_[inputs[0]];
-    };
-    Shape out;
-    json attrs = json::object();
-    json params = json::object();
-    std::string op = type;
-    std::string name;
-
-    if (type == "conv2d" || type == "depthwise_conv2d") {
-      const Shape& in = single();
-      if (in.size() != 3) fail(p, type + " needs an [H, W, C] input, got " + shape_text(in));
-      const auto k = pair(layer, "kernel", 0, p);
-      if (k[0] == 0) fail(p + "/kernel", "required field is missing");
-      const auto s = pair(layer, "strides", 1, p);
-      const auto d = pair(layer, "dilation", 1, p);
-      const bool same = same_padding(layer, p);
-      int64_t groups = 1, filters;
-      if (type == "depthwise_conv2d") {
-        groups = in[2];
-        filters = in[2] * layer.value("depth_multiplier", int64_t{1});
-      } else {
-        filters = positive(layer, "filters", p);
-        groups = layer.value("groups", int64_t{1});
-        if (groups < 1 || in[2] % groups != 0 || filters % groups != 0)
-          fail(p + "/groups", "must divide both the input channels (" + std::to_string(in[2]) + ") and filters (" +
-                                  std::to_string(filters) + ")");
-      }
-      const auto [oh, ph] = spatial(in[0], k[0], s[0], d[0], same);
-      const auto [ow, pw] = spatial(in[1], k[1], s[1], d[1], same);
-      if (oh < 1 || ow < 1)
-        fail(p, "the " + std::to_string(k[0]) + "x" + std::to_string(k[1]) + " kernel does not fit the input " + shape_text(in));
-      out = {oh, ow, filters};
-      op = "conv2d";
-      name = unique_name(layer, type, p);
-      const bool bias = layer.value("use_bias", true);
-      attrs = {{"filters", filters}, {"kernel", k}, {"strides", s}, {"padding", {ph.first, ph.second, pw.first, pw.second}},
-               {"dilation", d}, {"groups", groups}, {"use_bias", bias}, {"activation", activation(layer, p)}};
-      const Shape kernel{k[0], k[1], in[2] / groups, filters};
-      add_param(name + "/kernel", kernel, initializer(layer, "kernel_initializer", "glorot_uniform", p),
-                k[0] * k[1] * in[2] / groups, k[0] * k[1] * filters / groups, p);
-      params["kernel"] = name + "/kernel";
-      if (bias) {
-        add_param(name + "/bias", {filters}, initializer(layer, "bias_initializer", "zeros", p), 0, 0, p);
-        params["bias"] = name + "/bias";
-      }
-    } else if (type == "dense") {
-      const Shape& in = single();
-      if (in.size() != 1) fail(p, "dense needs a flat input, got " + shape_text(in) + " (add a flatten layer first)");
-      const int64_t units = positive(layer, "units", p);
-      out = {units};
-      name = unique_name(layer, type, p);
-      const bool bias = layer.value("use_bias", true);
-      attrs = {{"units", units}, {"use_bias", bias}, {"activation", activation(layer, p)}};
-      add_param(name + "/kernel", {in[0], units}, initializer(layer, "kernel_initializer", "glorot_uniform", p), in[0], units, p);
-      params["kernel"] = name + "/kernel";
-      if (bias) {
-        add_param(name + "/bias", {units}, initializer(layer, "bias_initializer", "zeros", p), 0, 0, p);
-        params["bias"] = name + "/bias";
-      }
-    } else if (type == "max_pool" || type == "avg_pool") {
-      const Shape& in = single();
-      if (in.size() != 3) fail(p, type + " needs an [H, W, C] input, got " + shape_text(in));
-      const auto k = pair(layer, "pool", 2, p);
-      const auto s = layer.contains("strides") ? pair(layer, "strides", 1, p) : k;
-      const bool same = same_padding(layer, p);
-      const auto [oh, ph] = spatial(in[0], k[0], s[0], 1, same);
-      const auto [ow, pw] = spatial(in[1], k[1], s[1], 1, same);
-      if (oh < 1 || ow < 1) fail(p, "the pool window does not fit the input " + shape_text(in));
-      out = {oh, ow, in[2]};
-      name = unique_name(layer, type, p);
-      attrs = {{"pool", k}, {"strides", s}, {"padding", {ph.first, ph.second, pw.first, pw.second}}};
-    } else if (type == "global_avg_pool") {
-      const Shape& in = single();
-      if (in.size() != 3) fail(p, "global_avg_pool needs an [H, W, C] input, got " + shape_text(in));
-      out = {in[2]};
-      name = unique_name(layer, type, p);
-    } else if (type == "flatten") {
-      out = {product(single())};
-      name = unique_name(layer, type, p);
-    } else if (type == "reshape") {
-      const Shape& in = single();
-      if (!layer.contains("shape") || !layer["shape"].is_array()) fail(p + "/shape", "required: the per-example shape");
-      for (const auto& d : layer["shape"])
-        if (!d.is_number_integer() || d.get<int64_t>() < -1 || d.get<int64_t>() > kMaxElementsPerExample)
-          fail(p + "/shape", "dimensions must be positive integers (one may be -1), got " + ramjet::quote_value(d));
-      out = layer["shape"].get<Shape>();
-      int64_t known = 1, infer = -1;
-      for (size_t i = 0; i < out.size(); ++i) {
-        if (out[i] == -1 && infer < 0) infer = static_cast<int64_t>(i);
-        else if (out[i] < 1) fail(p + "/shape", "dimensions must be positive (one may be -1)");
-        else if (__builtin_mul_overflow(known, out[i], &known) || known > kMaxElementsPerExample)
-          fail(p + "/shape", "more than 2^31 elements per example");
-      }
-      if (infer >= 0) out[static_cast<size_t>(infer)] = product(in) / known;
-      if (product(out) != product(in)) fail(p + "/shape", shape_text(out) + " does not hold the " + std::to_string(product(in)) + " values of " + shape_text(in));
-      attrs = {{"shape", out}};
-      name = unique_name(layer, type, p);
-    } else if (type == "dropout") {
-      out = single();
-      const double rate = layer.value("rate", 0.5);
-      if (!(rate >= 0 && rate < 1)) fail(p + "/rate", "must be in [0, 1)");
-      attrs = {{"rate", rate}};
-      name = unique_name(layer, type, p);
-    } else if (type == "batch_norm") {
-      out = single();
-      const int64_t c = out.back();
-      name = unique_name(layer, type, p);
-      attrs = {{"momentum", layer.value("momentum", 0.99)}, {"epsilon", layer.value("epsilon", 1e-3)}};
-      for (const char* part : {"gamma", "beta", "moving_mean", "moving_variance"}) {
-        const bool one = std::string(part) == "gamma" || std::string(part) == "moving_variance";
-        add_param(name + "/" + part, {c}, one ? "ones" : "zeros", 0, 0, p);
-        params[part] = name + "/" + part;
-      }
-      attrs["trainable"] = {"gamma", "beta"};
-    } else if (type == "softmax") {
-      out = single();
-      name = unique_name(layer, type, p);
-    } else if (kActivations.count(type) || type == "activation") {
-      out = single();
-      op = "activation";
-      name = unique_name(layer, type == "activation" ? std::string("activation") : type, p);
-      attrs = {{"activation", type == "activation" ? activation(layer, p) : type}};
-    } else if (type == "add" || type == "concat") {
-      if (inputs.size() < 2) fail(p + "/inputs", type + " needs at least two inputs");
-      out = shapes_[inputs[0]];
-      for (size_t i = 1; i < inputs.size(); ++i) {
-        const Shape& other = shapes_[inputs[i]];
-        if (type == "add" && other != out)
-          fail(p + "/inputs", "add needs equal shapes: '" + inputs[0] + "' is " + shape_text(out) + ", '" + inputs[i] + "' is " + shape_text(other));
-        if (type == "concat") {
-          if (other.size() != out.size() || !std::equal(out.begin(), out.end() - 1, other.begin()))
-            fail(p + "/inputs", "concat joins the last axis: all but the last dimension must match, got " +
-                                    shape_text(out) + " and " + shape_text(other));
-          out.back() += other.back();
-        }
-      }
-      if (type == "concat") attrs = {{"axis", -1}};
-      name = unique_name(layer, type, p);
-    } else {
-      fail(p + "/type", "unknown layer type '" + type + "' (conv2d, depthwise_conv2d, dense, max_pool, avg_pool, "
-                                                "global_avg_pool, flatten, reshape, dropout, batch_norm, softmax, add, concat, "
-                                                "relu, relu6, gelu, sigmoid, tanh, activation)");
-    }
+    const std::string type = layer["type"];
+    auto rule = layer_rules().find(type);
+    if (rule == layer_rules().end()) fail(p + "/type", "unknown layer type '" + type + "' (" + rule_names() + ")");
+    // Fields a layer does not read are mistakes (a typo in "filters" must not silently use a default).
     for (const auto& [key, value] : layer.items()) {
-      static const std::set<std::string> common = {"type", "name", "inputs"};
       (void)value;
-      if (common.count(key)) continue;
-      // Fields a layer does not read are mistakes (a typo in "filters" must not silently use a default).
-      static const std::map<std::string, std::set<std::string>> allowed = {
-          {"conv2d", {"filters", "kernel", "strides", "padding", "dilation", "groups", "use_bias", "activation", "kernel_initializer", "bias_initializer"}},
-          {"depthwise_conv2d", {"kernel", "strides", "padding", "dilation", "depth_multiplier", "use_bias", "activation", "kernel_initializer", "bias_initializer"}},
-          {"dense", {"units", "use_bias", "activation", "kernel_initializer", "bias_initializer"}},
-          {"max_pool", {"pool", "strides", "padding"}},
-          {"avg_pool", {"pool", "strides", "padding"}},
-          {"reshape", {"shape"}},
-          {"dropout", {"rate"}},
-          {"batch_norm", {"momentum", "epsilon"}},
-          {"activation", {"activation"}}};
-      auto it = allowed.find(type);
-      if (it == allowed.end() || !it->second.count(key)) fail(p + "/" + key, "unknown field for a " + type + " layer");
+      if (key != "type" && key != "name" && key != "inputs" && !rule->second.fields.count(key))
+        fail(p + "/" + key, "unknown field for a " + type + " layer");
     }
-    if (out.empty() || product(out) < 1) fail(p, "produces an empty output " + shape_text(out));
-    if (product(out) > kMaxElementsPerExample)
-      fail(p, "its output " + shape_text(out) + " would have more than 2^31 elements per example");
-    node = {{"name", name}, {"op", op}, {"inputs", inputs}, {"shape", out}, {"attrs", attrs}};
-    if (!params.empty()) node["params"] = params;
+    const auto inputs = layer_inputs(layer, p, previous);
+    std::vector<InputInfo> info;
+    for (const auto& n : inputs) info.push_back(shapes_.at(n));
+    const std::string name = unique_name(layer, type, p);
+    LayerSite site(origin_, layer, p, type, name, inputs, std::move(info),
+                   [this](const std::string& n, const Shape& s, const std::string& init, int64_t fi, int64_t fo,
+                          const std::string& where) { add_param(n, s, init, fi, fo, where); });
+    site.op = type;
+    rule->second.build(site);
+    if (site.out.empty() || product(site.out) < 1) fail(p, "produces an empty output " + shape_text(site.out));
+    if (product(site.out) > kMaxElementsPerExample)
+      fail(p, "its output " + shape_text(site.out) + " would have more than 2^31 elements per example");
+    json node = {{"name", name}, {"op", site.op}, {"inputs", inputs}, {"shape", site.out}, {"attrs", site.attrs}};
+    if (!site.params.empty()) node["params"] = site.params;
     ir_["nodes"].push_back(node);
-    shapes_[name] = out;
+    shapes_[name] = {site.out, "float32"};
+    nodes_[name] = site.out;
     return name;
   }
 
   const Origin& origin_;
   std::string root_;
   json ir_ = json::object();
-  std::map<std::string, Shape> shapes_;
+  std::map<std::string, InputInfo> shapes_;  // inputs and layers
+  std::map<std::string, Shape> nodes_;       // layers only
   int64_t parameter_count_ = 0;
 };
 

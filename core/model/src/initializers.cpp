@@ -61,6 +61,8 @@ Example initial_parameters(const nlohmann::json& ir, uint64_t seed) {
     if (init == "zeros") {
     } else if (init == "ones") {
       std::fill(v, v + n, 1.0f);
+    } else if (init == "uniform") {  // Keras's "uniform": RandomUniform(-0.05, 0.05), the embeddings' default
+      fill_uniform(0.05);
     } else if (init == "glorot_uniform") {
       fill_uniform(std::sqrt(6.0 / (fan_in + fan_out)));
     } else if (init == "glorot_normal") {
