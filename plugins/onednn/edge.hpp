@@ -1,8 +1,10 @@
-// One input of a layer, in the layout the layer's primitive wants. When that differs from the value's layout,
-// forward reorders into a buffer of the edge and backward reorders the input gradient back (adding it in when
-// another reader of the value already contributed).
+// One input of a layer, in the layout the layer's primitive wants. When that is the value's layout in other words
+// (the same bytes, other dims: a sequence read as rows or as a one-row image) the edge only aliases the value and
+// its gradient; when it really differs, forward reorders into a buffer of the edge and backward reorders the input
+// gradient back (adding it in when another reader of the value already contributed).
 #pragma once
 
+#include "alias.hpp"
 #include "layer.hpp"
 #include "relayout.hpp"
 
@@ -27,6 +29,7 @@ class Edge {
   Value* value_ = nullptr;
   bool reordered_ = false;
   dnnl::memory mem_, diff_;
+  Alias diff_alias_;  // the value's gradient (or scratch) through the wanted descriptor, when they only alias
   Relayout in_, diff_set_, diff_add_;
 };
 

@@ -82,6 +82,18 @@ ConvGeometry conv_geometry(const NodeSpec& node, const Shape& input) {
   return g;
 }
 
+ConvGeometry conv1d_geometry(const NodeSpec& node, const Shape& input) {
+  if (input.size() != 2) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "conv1d needs a sequence [T, C] input, got " + shape_string(input));
+  // The same convolution on the sequence as a one-row image [1, T, C].
+  NodeSpec image = node;
+  const auto pad = node.attr_ints("padding", 2, {0, 0});
+  image.attrs["kernel"] = {1, node.attr_int("kernel")};
+  image.attrs["strides"] = {1, node.attr_int("strides", 1)};
+  image.attrs["dilation"] = {1, node.attr_int("dilation", 1)};
+  image.attrs["padding"] = {0, 0, pad[0], pad[1]};
+  return conv_geometry(image, {1, input[0], input[1]});
+}
+
 Shape NodeSpec::reshape_target(const Shape& input) const {
   if (op == "flatten") return {product(input)};
   const auto it = attrs.find("shape");
@@ -179,7 +191,8 @@ Graph parse_graph(const nlohmann::json& json) {
     const std::string where = "#/inputs/" + std::to_string(i);
     if (!inputs[i].is_object()) invalid(where + " must be an object");
     TensorSpec spec{string_field(inputs[i], "name", where), shape_field(inputs[i], where)};
-    check_dtype(inputs[i], where, "float32");
+    if (inputs[i].contains("dtype") && inputs[i]["dtype"] == "int32") spec.dtype = dt::s32;
+    else check_dtype(inputs[i], where, "float32");
     if (!defined.insert(spec.name).second) invalid(where + ": the name '" + spec.name + "' is used twice");
     graph.inputs.push_back(std::move(spec));
   }
@@ -259,7 +272,18 @@ Graph parse_graph(const nlohmann::json& json) {
     LossSpec loss{string_field(l, "op", "#/loss"), string_field(l, "input", "#/loss"), ""};
     if (!is_supported_loss(loss.op))
       fail(RAMJET_ERR_UNSUPPORTED, "graph: #/loss: the onednn cpu backend does not support loss '" + loss.op +
-                                       "' (it supports sparse_softmax_cross_entropy, mse, l1)");
+                                       "' (it supports sparse_softmax_cross_entropy, categorical_cross_entropy, "
+                                       "binary_cross_entropy, mse, l1)");
+    if (l.contains("ignore_label")) {
+      if (!l["ignore_label"].is_number_integer()) invalid("#/loss/ignore_label must be an integer");
+      loss.ignore_label = l["ignore_label"].get<int64_t>();
+    }
+    if (l.contains("label_smoothing")) {
+      if (!l["label_smoothing"].is_number() || l["label_smoothing"].get<double>() < 0 ||
+          l["label_smoothing"].get<double>() >= 1)
+        invalid("#/loss/label_smoothing must be a number in [0, 1)");
+      loss.label_smoothing = l["label_smoothing"].get<double>();
+    }
     if (!defined.count(loss.input)) invalid("#/loss/input: '" + loss.input + "' is not an input or node of the graph");
     const nlohmann::json* labels = json.contains("labels") ? &json["labels"] : nullptr;
     if (l.contains("labels")) loss.labels = string_field(l, "labels", "#/loss");

@@ -13,6 +13,7 @@ namespace onednn {
 struct TensorSpec {
   std::string name;
   Shape shape;
+  dt dtype = dt::f32;  // graph inputs may be int32 (token IDs, read by embeddings); everything else is float32
 };
 
 // A conv2d node's attributes, checked against its input [H, W, C], and the output size they give.
@@ -23,6 +24,8 @@ struct ConvGeometry {
 
 struct NodeSpec;
 ConvGeometry conv_geometry(const NodeSpec& node, const Shape& input);
+// A conv1d node's, as the same convolution on its sequence [T, C] seen as a one-row image [1, T, C].
+ConvGeometry conv1d_geometry(const NodeSpec& node, const Shape& input);
 
 struct NodeSpec {
   std::string name;
@@ -55,9 +58,11 @@ struct NodeSpec {
 };
 
 struct LossSpec {
-  std::string op;      // sparse_softmax_cross_entropy, mse, l1
-  std::string input;   // the value the loss reads (logits for the cross-entropy)
+  std::string op;      // sparse_softmax_cross_entropy, categorical_cross_entropy, binary_cross_entropy, mse, l1
+  std::string input;   // the value the loss reads (logits for the cross-entropies)
   std::string labels;  // name of the labels tensor among forward's inputs
+  std::optional<int64_t> ignore_label;  // sparse cross-entropy: positions with this label count for nothing
+  double label_smoothing = 0.0;         // the cross-entropies over classes
 };
 
 struct Graph {

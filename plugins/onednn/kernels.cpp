@@ -15,14 +15,6 @@ inline uint64_t mix(uint64_t z) {  // SplitMix64's finaliser: a counter-based ge
   return z ^ (z >> 31);
 }
 
-// bf16 is the top half of a float32: widening is a shift; narrowing rounds to nearest even and keeps NaNs NaN.
-inline float widen(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
-inline uint16_t narrow(float f) {
-  const uint32_t u = std::bit_cast<uint32_t>(f);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
-  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
-
 inline uint16_t* halves(const dnnl::memory& m) { return static_cast<uint16_t*>(m.get_data_handle()); }
 inline size_t half_count(const dnnl::memory& m) { return m.get_desc().get_size() / sizeof(uint16_t); }
 inline bool is_bf16(const dnnl::memory& m) { return m.get_desc().data_type() == dt::bf16; }

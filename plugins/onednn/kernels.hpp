@@ -3,10 +3,33 @@
 
 #include "common.hpp"
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
 namespace onednn {
+
+// bf16 is the top half of a float32: widening is a shift; narrowing rounds to nearest even and keeps NaNs NaN.
+inline float widen(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+inline uint16_t narrow(float f) {
+  const uint32_t u = std::bit_cast<uint32_t>(f);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+// Reads and writes one element of a compute-type buffer (float32 or bf16) as a float, for the loops of layers
+// oneDNN has no primitive for.
+struct Elements {
+  void* data;
+  bool bf16;
+  explicit Elements(const dnnl::memory& m)
+      : data(m.get_data_handle()), bf16(m.get_desc().data_type() == dnnl::memory::data_type::bf16) {}
+  float get(int64_t i) const { return bf16 ? widen(static_cast<const uint16_t*>(data)[i]) : static_cast<const float*>(data)[i]; }
+  void set(int64_t i, float v) const {
+    if (bf16) static_cast<uint16_t*>(data)[i] = narrow(v);
+    else static_cast<float*>(data)[i] = v;
+  }
+};
 
 void zero_floats(float* dst, size_t n);
 void copy_floats(float* dst, const float* src, size_t n);

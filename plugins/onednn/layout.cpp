@@ -1,5 +1,8 @@
 #include "layout.hpp"
 
+#include <algorithm>
+#include <functional>
+
 namespace onednn {
 
 dnnl::memory::dims batch_dims(int64_t n, const Shape& shape) {
@@ -19,6 +22,23 @@ md canonical_md(int64_t n, const Shape& shape, dt type) {
   if (is_image(shape)) return md(batch_dims(n, shape), type, tag::nhwc);
   const auto dims = batch_dims(n, shape);
   return md(dims, type, row_major_strides(dims));
+}
+
+bool same_bytes(const md& a, const md& b) {
+  if (a.data_type() != b.data_type() || a.get_size() != b.get_size()) return false;
+  using Axis = std::pair<int64_t, int64_t>;  // (stride, extent)
+  auto axes = [](const md& m, std::vector<Axis>& out) {
+    const dnnl_memory_desc_t& d = m.data;
+    if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 || d.offset0 != 0) return false;
+    for (int i = 0; i < d.ndims; ++i) {
+      if (d.padded_dims[i] != d.dims[i]) return false;
+      if (d.dims[i] != 1) out.emplace_back(d.format_desc.blocking.strides[i], d.dims[i]);
+    }
+    std::sort(out.begin(), out.end(), std::greater<>());
+    return true;
+  };
+  std::vector<Axis> x, y;
+  return axes(a, x) && axes(b, y) && x == y;
 }
 
 md any_md(int64_t n, const Shape& shape, dt type) { return md(batch_dims(n, shape), type, tag::any); }

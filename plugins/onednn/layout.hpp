@@ -27,6 +27,9 @@ md row_major_md(const Shape& shape, dt type = dt::f32);
 // A conv2d kernel kept in the IR's HWIO layout ([kh, kw, C/G, F], output channel o = g * (F / G) + o_in_group),
 // described in oneDNN's weight dims ({F, C, kh, kw}, or {G, F/G, C/G, kh, kw} grouped) by strides alone: no copy.
 md hwio_kernel_md(int64_t kh, int64_t kw, int64_t C, int64_t F, int64_t G, dt type);
+// Whether two descriptors lay out the same elements in the same bytes (plain layouts whose axes, ignoring those of
+// extent 1, walk memory in the same order): a [N, T, C] sequence and the {N, C, 1, T} nhwc image it also is.
+bool same_bytes(const md& a, const md& b);
 // Row-major strides of `dims`.
 dnnl::memory::dims row_major_strides(const dnnl::memory::dims& dims);
 

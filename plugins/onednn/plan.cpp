@@ -15,7 +15,7 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
     auto v = std::make_unique<Value>();
     v->name = in.name;
     v->shape = in.shape;
-    v->mem = dnnl::memory(canonical_md(batch, in.shape), engine);
+    v->mem = dnnl::memory(canonical_md(batch, in.shape, in.dtype), engine);
     inputs_.push_back(v.get());
     by_name_[v->name] = v.get();
     values_.push_back(std::move(v));

@@ -106,11 +106,18 @@ int64_t Program::check_inputs(ramjet::Example& inputs) const {
     const bool shaped = t->ndim == static_cast<int32_t>(spec.shape.size()) + 1 && t->shape[0] >= 1 &&
                         (batch < 0 || t->shape[0] == batch) &&
                         std::equal(spec.shape.begin(), spec.shape.end(), t->shape + 1);
-    if (!shaped || t->device.device_type != kDLCPU || !ramjet::same_dtype(t->dtype, ramjet::dtype_of<float>()) ||
+    const bool ids = spec.dtype == dt::s32;
+    const DLDataType wanted = ids ? ramjet::dtype_of<int32_t>() : ramjet::dtype_of<float>();
+    if (!shaped || t->device.device_type != kDLCPU || !ramjet::same_dtype(t->dtype, wanted) ||
         !ramjet::is_contiguous(*t)) {
       Shape full{batch < 0 ? std::max<int64_t>(t->ndim > 0 ? t->shape[0] : 1, 1) : batch};
       full.insert(full.end(), spec.shape.begin(), spec.shape.end());
-      checked_floats(*t, full, "forward: input '" + spec.name + "'");  // throws, saying what is wrong
+      const std::string what = "forward: input '" + spec.name + "'";
+      if (ids && !ramjet::same_dtype(t->dtype, wanted))
+        fail(RAMJET_ERR_INVALID_ARGUMENT, what + " has dtype " + ramjet::dtype_name(t->dtype) +
+                                              "; it must be int32 (token IDs)");
+      if (ids) fail(RAMJET_ERR_INVALID_ARGUMENT, what + " must be a contiguous CPU tensor of shape " + shape_string(full));
+      checked_floats(*t, full, what);  // throws, saying what is wrong
     }
     batch = t->shape[0];
   }
@@ -128,10 +135,13 @@ void Program::forward(const ramjet_forward_args& args, ramjet::Example& inputs, 
   DLTensor* labels = graph_.loss ? inputs.find(graph_.loss->labels) : nullptr;
   if (labels != nullptr) {
     float loss = 0.0f;
-    int32_t correct = 0;
-    plan.loss()->forward(exec, *labels, loss, correct);
-    write_scalar(outputs, "loss", loss);
-    if (plan.loss()->counts_correct()) write_scalar(outputs, "correct", correct);
+    int32_t correct = 0, counted = 0;
+    plan.loss()->forward(exec, *labels, loss, correct, counted);
+    write_scalar(outputs, RAMJET_OUTPUT_LOSS, loss);
+    if (plan.loss()->counts_correct()) {
+      write_scalar(outputs, RAMJET_OUTPUT_CORRECT, correct);
+      write_scalar(outputs, RAMJET_OUTPUT_COUNTED, counted);
+    }
   }
   if (tap_fn_ != nullptr) plan.run_taps(exec, tap_fn_, tap_user_);
   stream_.wait();

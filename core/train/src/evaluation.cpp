@@ -30,7 +30,7 @@ Evaluation evaluate_program(Program& program, const nlohmann::json& graph, Input
   const std::string where = data.spec().origin.where(data.spec().pointer);
   ramjet_forward_args args{sizeof(ramjet_forward_args), RAMJET_ABI_VERSION, 0, 0, seed, 0};
   Evaluation result;
-  int64_t correct = 0, timed_samples = 0, first_batch = -1;
+  int64_t correct = 0, counted = 0, timed_samples = 0, first_batch = -1;
   double loss_sum = 0, timed_s = 0;
   bool has_loss = true;
   Example outputs;
@@ -48,28 +48,42 @@ Evaluation evaluate_program(Program& program, const nlohmann::json& graph, Input
     // Steady state: the first batch pays for lazy setup, and a short last batch builds its own plan.
     if (first_batch < 0) first_batch = n;
     else if (n == first_batch) timed_s += seconds, timed_samples += n;
-    const DLTensor* out = outputs.find(output);
-    if (out == nullptr || out->dtype.code != kDLFloat || out->dtype.bits != 32 || out->ndim != 2 || out->shape[0] != n)
-      throw RuntimeFailure("evaluation: the program did not return a float32 [batch, classes] '" + output + "'");
-    const float* logits = static_cast<const float*>(first_byte(*out));
-    const int64_t classes = out->shape[1];
-    for (int64_t i = 0; i < n; ++i) {
-      const float* row = logits + i * classes;
-      int64_t best = 0;
-      for (int64_t c = 1; c < classes; ++c)
-        if (row[c] > row[best]) best = c;
-      correct += best == label_at(*labels, i);
-      if (keep_predictions) result.predictions.push_back(static_cast<int32_t>(best));
-    }
     const DLTensor* loss = outputs.find(RAMJET_OUTPUT_LOSS);
+    const DLTensor* right = outputs.find(RAMJET_OUTPUT_CORRECT);
+    const DLTensor* positions = outputs.find(RAMJET_OUTPUT_COUNTED);
+    int64_t weight = n;
+    const DLTensor* out = outputs.find(output);
+    const bool classes = out != nullptr && out->dtype.code == kDLFloat && out->dtype.bits == 32 && out->ndim == 2 &&
+                         out->shape[0] == n && labels->dtype.code != kDLFloat;
+    if (classes) {  // one prediction per example: the top class
+      const float* logits = static_cast<const float*>(first_byte(*out));
+      const int64_t k = out->shape[1];
+      for (int64_t i = 0; i < n; ++i) {
+        const float* row = logits + i * k;
+        int64_t best = 0;
+        for (int64_t c = 1; c < k; ++c)
+          if (row[c] > row[best]) best = c;
+        correct += best == label_at(*labels, i);
+        if (keep_predictions) result.predictions.push_back(static_cast<int32_t>(best));
+      }
+    } else if (positions != nullptr && right != nullptr && positions->dtype.code == kDLInt &&
+               positions->dtype.bits == 32 && right->dtype.code == kDLInt && right->dtype.bits == 32) {
+      // The loss counted positions of its own (a sequence model's tokens): its accuracy is the backend's.
+      weight = *static_cast<const int32_t*>(first_byte(*positions));
+      correct += *static_cast<const int32_t*>(first_byte(*right));
+    } else if (labels->dtype.code != kDLFloat) {
+      throw RuntimeFailure("evaluation: the program returned neither float32 [batch, classes] '" + output +
+                           "' nor the counts of a loss over positions");
+    }  // else a regression: a loss, no accuracy
     if (loss != nullptr && loss->dtype.code == kDLFloat && loss->dtype.bits == 32)
-      loss_sum += static_cast<double>(*static_cast<const float*>(first_byte(*loss))) * static_cast<double>(n);
+      loss_sum += static_cast<double>(*static_cast<const float*>(first_byte(*loss))) * static_cast<double>(weight);
     else has_loss = false;
     result.samples += n;
+    counted += weight;
   }
   if (result.samples == 0) throw InvalidInput(where + ": the pipeline produced no data to evaluate");
-  result.accuracy = static_cast<double>(correct) / static_cast<double>(result.samples);
-  if (has_loss) result.loss = loss_sum / static_cast<double>(result.samples);
+  result.accuracy = counted > 0 ? static_cast<double>(correct) / static_cast<double>(counted) : 0.0;
+  if (has_loss) result.loss = counted > 0 ? loss_sum / static_cast<double>(counted) : 0.0;
   result.samples_per_s = timed_s > 0 ? static_cast<double>(timed_samples) / timed_s : 0.0;
   return result;
 }

@@ -15,14 +15,16 @@ std::string fixed(double v) {
 
 }  // namespace
 
-void Metrics::add(double loss, int64_t right, int64_t n) {
-  loss_sum += loss * static_cast<double>(n);
+void Metrics::add(double loss, int64_t right, int64_t n, int64_t positions) {
+  const int64_t weight = positions < 0 ? n : positions;
+  loss_sum += loss * static_cast<double>(weight);
+  counted += weight;
   samples += n;
   if (right < 0) has_accuracy = false;
   else correct += right;
 }
-double Metrics::loss() const { return samples ? loss_sum / static_cast<double>(samples) : 0.0; }
-double Metrics::accuracy() const { return samples ? static_cast<double>(correct) / static_cast<double>(samples) : 0.0; }
+double Metrics::loss() const { return counted ? loss_sum / static_cast<double>(counted) : 0.0; }
+double Metrics::accuracy() const { return counted ? static_cast<double>(correct) / static_cast<double>(counted) : 0.0; }
 
 void ProgressReporter::step(int64_t epoch, int64_t step, int64_t steps, const Metrics& m, double samples_per_s,
                             double elapsed) {

@@ -70,7 +70,11 @@ double monitored(const std::string& metric, const Metrics& train, const std::opt
 class Trainer {
  public:
   Trainer(const Plan& plan, PluginRegistry& registry, const TrainOptions& options)
-      : plan_(plan), cfg_(*plan.train), registry_(registry), options_(options) {}
+      : plan_(plan), cfg_(*plan.train), registry_(registry), options_(options) {
+    const nlohmann::json& ir = plan.graph->ir;
+    language_model_ = ir.contains("loss") && ir["loss"].value("op", std::string()) == "sparse_softmax_cross_entropy" &&
+                      ir.contains("labels") && ir["labels"].contains("shape") && !ir["labels"]["shape"].empty();
+  }
 
   nlohmann::json run() {
     {
@@ -326,9 +330,11 @@ class Trainer {
     if (!std::isfinite(loss))
       throw RuntimeFailure("the loss became " + std::to_string(loss) + " at step " + std::to_string(step_ + 1) +
                            " (lower the learning rate, or clip gradients with train.clip_norm)");
-    epoch_metrics_.add(loss, scalar_count(outputs_, RAMJET_OUTPUT_CORRECT), n);
-    step_loss_sum_ += static_cast<double>(loss) * static_cast<double>(n);
-    step_samples_ += n;
+    const int64_t counted = scalar_count(outputs_, RAMJET_OUTPUT_COUNTED);
+    epoch_metrics_.add(loss, scalar_count(outputs_, RAMJET_OUTPUT_CORRECT), n, counted);
+    const int64_t weight = counted < 0 ? n : counted;
+    step_loss_sum_ += static_cast<double>(loss) * static_cast<double>(weight);
+    step_samples_ += weight;
     const float loss_scale = policy_ ? policy_->loss_scale() : 1.0f;
     int32_t nonfinite = 0;
     // The backward that makes the gradients final tells the buckets as each one is, so all-reduces start early.
@@ -437,6 +443,11 @@ class Trainer {
                         {"elapsed_s", seconds_since(run_start_)}};
     if (last_train_.has_accuracy) h["accuracy"] = last_train_.accuracy();
     if (last_eval_) h["val_loss"] = last_eval_->loss.value_or(0.0), h["val_accuracy"] = last_eval_->accuracy;
+    // A language model's loss is the mean cross-entropy per token: perplexity is its exponential.
+    if (language_model_) {
+      h["perplexity"] = std::exp(last_train_.loss());
+      if (last_eval_ && last_eval_->loss) h["val_perplexity"] = std::exp(*last_eval_->loss);
+    }
     history_.push_back(h);
     log_epoch(h, epoch_wall > 0 ? epoch_wait / epoch_wall : 0.0);
     progress_->epoch(h, epoch_steps_, seconds_since(epoch_start_));
@@ -472,15 +483,16 @@ class Trainer {
   void pool_metrics_across_replicas() {
     if (!strategy_ || world_ < 2) return;
     TraceSpan span("all-reduce", "step", step_);
-    const std::array<int64_t, 1> three{3};
-    TensorPtr sums = make_tensor(DLDataType{kDLFloat, 64, 1}, three);
+    const std::array<int64_t, 1> four{4};
+    TensorPtr sums = make_tensor(DLDataType{kDLFloat, 64, 1}, four);
     double* v = static_cast<double*>(sums->dl_tensor.data);
     v[0] = epoch_metrics_.loss_sum, v[1] = static_cast<double>(epoch_metrics_.correct);
-    v[2] = static_cast<double>(epoch_metrics_.samples);
+    v[2] = static_cast<double>(epoch_metrics_.samples), v[3] = static_cast<double>(epoch_metrics_.counted);
     strategy_->all_reduce(sums->dl_tensor, RAMJET_REDUCE_SUM);
     epoch_metrics_.loss_sum = v[0];
     epoch_metrics_.correct = std::llround(v[1]);
     epoch_metrics_.samples = std::llround(v[2]);
+    epoch_metrics_.counted = std::llround(v[3]);
   }
 
   void apply_callbacks(double lr_now) {
@@ -641,6 +653,8 @@ class Trainer {
   int64_t reduced_steps_ = 0;
   double unhidden_all_reduce_s_ = 0;  // one step's all-reduces, timed before training with nothing to hide behind
   bool stopped_early_ = false, found_nonfinite_ = false;
+  // The loss is a cross-entropy over the positions of a sequence (logits [T, vocabulary]): history adds perplexity.
+  bool language_model_ = false;
   nlohmann::json history_ = nlohmann::json::array();
   Metrics epoch_metrics_, last_train_;
   std::optional<Evaluation> last_eval_;

@@ -16,14 +16,20 @@ ActivationSpec activation_spec(const std::string& name, const NodeSpec& node) {
   else if (name == "relu6") s = {name, false, a::eltwise_clip_v2, a::eltwise_clip_v2_use_dst_for_bwd, 0.f, 6.f, true};
   else if (name == "sigmoid") s = {name, false, a::eltwise_logistic, a::eltwise_logistic_use_dst_for_bwd, 0.f, 0.f, true};
   else if (name == "tanh") s = {name, false, a::eltwise_tanh, a::eltwise_tanh_use_dst_for_bwd, 0.f, 0.f, true};
-  else if (name == "elu") s = {name, false, a::eltwise_elu, a::eltwise_elu_use_dst_for_bwd, 1.f, 0.f, true};
+  else if (name == "elu")
+    s = {name, false, a::eltwise_elu, a::eltwise_elu_use_dst_for_bwd, static_cast<float>(node.attr_number("alpha", 1.0)),
+         0.f, true};
+  // Keras's activation function leans 0.2 below zero; a leaky_relu layer says its own negative_slope.
+  else if (name == "leaky_relu")
+    s = {name, false, a::eltwise_relu, a::eltwise_relu_use_dst_for_bwd,
+         static_cast<float>(node.attr_number("negative_slope", 0.2)), 0.f, true};
   else if (name == "gelu") s = {name, false, a::eltwise_gelu_erf, a::eltwise_gelu_erf, 0.f, 0.f, false};
   else if (name == "swish" || name == "silu") s = {name, false, a::eltwise_swish, a::eltwise_swish, 1.f, 0.f, false};
   else if (name == "softplus") s = {name, false, a::eltwise_soft_relu, a::eltwise_soft_relu, 0.f, 0.f, false};
   else
     node.fail(RAMJET_ERR_UNSUPPORTED, "activation '" + name +
                                           "' is not supported (linear, relu, relu6, sigmoid, tanh, gelu, elu, swish, "
-                                          "softplus)");
+                                          "softplus, leaky_relu)");
   return s;
 }
 
@@ -40,6 +46,16 @@ void PostActivation::add_to(dnnl::primitive_attr& attr) const {
 dnnl::memory PostActivation::finish(LayerBuilder& builder, const md& dst) {
   builder.define_output(dst);
   out_ = builder.output().mem;
+  return build(builder, dst);
+}
+
+dnnl::memory PostActivation::finish(LayerBuilder& builder, const md& dst, const md& value_desc) {
+  builder.define_output(value_desc);
+  out_ = dnnl::memory(dst, builder.engine(), builder.output().mem.get_data_handle());
+  return build(builder, dst);
+}
+
+dnnl::memory PostActivation::build(LayerBuilder& builder, const md& dst) {
   const bool backward = builder.backward() && builder.output().needs_grad;
   if (spec_.identity) return out_;
   if (!fused_) {

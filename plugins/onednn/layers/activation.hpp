@@ -14,7 +14,8 @@ struct ActivationSpec {
   bool backward_uses_dst = false;
 };
 
-// linear, relu, relu6, sigmoid, tanh, gelu (erf), elu, swish (silu), softplus. Throws UNSUPPORTED naming the node.
+// linear, relu, relu6, sigmoid, tanh, gelu (erf), elu (alpha), swish (silu), softplus, leaky_relu (negative_slope).
+// Throws UNSUPPORTED naming the node.
 ActivationSpec activation_spec(const std::string& name, const NodeSpec& node);
 
 // Fused into the primitive as a post-op when its backward can work from the output (relu, relu6, sigmoid, tanh,
@@ -29,12 +30,17 @@ class PostActivation {
   void add_to(dnnl::primitive_attr& attr) const;
   // After: define the layer's output in the primitive's dst layout; returns the memory the primitive writes.
   dnnl::memory finish(LayerBuilder& builder, const md& dst);
+  // The same when the primitive sees the output through another descriptor than the value's (`dst`: rows of a
+  // sequence, `value_desc`: the value as the graph sees it; one buffer).
+  dnnl::memory finish(LayerBuilder& builder, const md& dst, const md& value_desc);
 
   void forward(const Exec& exec) const;
   // From d loss / d output, d loss / d pre-activation (computed in place; the output's gradient is not read again).
   const dnnl::memory& backward(const Exec& exec, const dnnl::memory& diff_out);
 
  private:
+  dnnl::memory build(LayerBuilder& builder, const md& dst);
+
   ActivationSpec spec_;
   bool fused_ = false;
   dnnl::memory out_, pre_;

@@ -1,5 +1,7 @@
 // conv2d: Keras Conv2D (and DepthwiseConv2D as groups == input channels). Kernel HWIO [kh, kw, in/groups, filters],
 // bias [filters], padding [top, bottom, left, right], the activation fused as a post-op where the backward allows.
+// conv1d: Keras Conv1D on a sequence [T, C], kernel [k, in/groups, filters], padding [before, after]: the same
+// convolution on the sequence seen as a one-row image [1, T, C] (plain nhwc: the same bytes, nothing copied).
 #include "../edge.hpp"
 #include "../layout.hpp"
 #include "../weights.hpp"
@@ -18,15 +20,17 @@ bool is_reference(const dnnl::primitive_desc_base& pd) { return std::string_view
 class Conv2D : public WeightedLayer {
  public:
   Conv2D(const NodeSpec& node, LayerBuilder& b) {
-    if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "conv2d takes one input");
-    b.require_rank(3, "an image [H, W, C]");
-    const ConvGeometry g = conv_geometry(node, b.input(0).shape);
+    if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, node.op + " takes one input");
+    const bool sequence = node.op == "conv1d";
+    if (sequence) b.require_rank(2, "a sequence [T, C]");
+    else b.require_rank(3, "an image [H, W, C]");
+    const ConvGeometry g = sequence ? conv1d_geometry(node, b.input(0).shape) : conv_geometry(node, b.input(0).shape);
     const int64_t H = g.H, W = g.W, C = g.C, F = g.F, G = g.G, OH = g.OH, OW = g.OW;
     const auto &k = g.kernel, &s = g.strides, &pad = g.padding, &d = g.dilation;
     const bool use_bias = node.attr_bool("use_bias", true);
     act_ = PostActivation(activation_spec(node.attr_string("activation", "linear"), node));
-    b.check_shape({OH, OW, F});
-    Param& kernel = b.param("kernel", {k[0], k[1], C / G, F});
+    b.check_shape(sequence ? Shape{OW, F} : Shape{OH, OW, F});
+    Param& kernel = b.param("kernel", sequence ? Shape{k[1], C / G, F} : Shape{k[0], k[1], C / G, F});
     Param* bias = use_bias ? &b.param("bias", {F}) : nullptr;
     out_ = &b.output();
 
@@ -35,7 +39,8 @@ class Conv2D : public WeightedLayer {
     const md keras_kernel = hwio_kernel_md(k[0], k[1], C, F, G, dt::f32);
     const dnnl::memory::dims wdims = keras_kernel.dims();
     const md bias_md = bias ? row_major_md({F}) : md();
-    const md src_any({N, C, H, W}, type, tag::any), dst_any({N, F, OH, OW}, type, tag::any);
+    const tag image_tag = sequence ? tag::nhwc : tag::any;
+    const md src_any({N, C, H, W}, type, image_tag), dst_any({N, F, OH, OW}, type, image_tag);
     const md wei_any(wdims, type, tag::any);
     const md diff_wei_any(wdims, dt::f32, tag::any);  // bf16 or not, the weight gradient comes out float32
     const dnnl::memory::dims strides{s[0], s[1]}, dilates{d[0] - 1, d[1] - 1}, pad_l{pad[0], pad[2]},
@@ -49,7 +54,9 @@ class Conv2D : public WeightedLayer {
         attr, b.engine());
     fwd_ = dnnl::convolution_forward(pd);
     in_ = Edge(b, b.input(0), pd.src_desc());
-    const dnnl::memory dst = act_.finish(b, pd.dst_desc());
+    const dnnl::memory dst = sequence ? act_.finish(b, pd.dst_desc(), canonical_md(N, {OW, F}, type))
+                                      : act_.finish(b, pd.dst_desc());
+    if (sequence && out_->diff) out_diff_view_ = Alias(pd.dst_desc(), b.engine(), out_->diff);
     kernel_ = WeightsView(b, kernel, keras_kernel);
     fwd_args_ = {{DNNL_ARG_SRC, in_.mem()}, {DNNL_ARG_WEIGHTS, kernel_.compute(pd.weights_desc())}, {DNNL_ARG_DST, dst}};
     if (bias) fwd_args_[DNNL_ARG_BIAS] = bias->value;

@@ -1,4 +1,5 @@
-// dense: Keras Dense on a rank-1 input. Kernel [in, out], bias [out]; the activation fused where the backward allows.
+// dense: Keras Dense on a rank-1 input (dense_rows.cpp takes higher ranks). Kernel [in, out], bias [out]; the
+// activation fused where the backward allows.
 #include "../edge.hpp"
 #include "../layout.hpp"
 #include "../weights.hpp"
@@ -69,6 +70,7 @@ class Dense : public WeightedLayer {
 }  // namespace
 
 std::unique_ptr<Layer> make_dense(const NodeSpec& node, LayerBuilder& builder) {
+  if (builder.input_count() == 1 && builder.input(0).shape.size() > 1) return make_dense_rows(node, builder);
   return std::make_unique<Dense>(node, builder);
 }
 

@@ -43,7 +43,8 @@ class WeightedLayer : public Layer {
   }
 
   void backward(const Exec& exec) override {
-    const dnnl::memory& diff = act_.backward(exec, read_diff(*out_));
+    read_diff(*out_);
+    const dnnl::memory& diff = act_.backward(exec, out_diff_view_ ? out_diff_view_.mem() : out_->diff);
     bwd_weights_args_[DNNL_ARG_DIFF_DST] = diff;
     bwd_weights_args_[DNNL_ARG_DIFF_WEIGHTS] = kernel_grad_.target(exec);
     if (bias_grad_) bwd_weights_args_[DNNL_ARG_DIFF_BIAS] = bias_grad_.target(exec);
@@ -63,6 +64,7 @@ class WeightedLayer : public Layer {
  protected:
   Edge in_;
   Value* out_ = nullptr;
+  Alias out_diff_view_;  // the output's gradient as the primitives see it, when that is another view of it
   PostActivation act_;
   WeightsView kernel_;
   GradSink kernel_grad_, bias_grad_;

@@ -1,5 +1,6 @@
 // max_pool, avg_pool (padding excluded from the average, as Keras's "same" pooling), global_avg_pool and
-// global_max_pool ([H, W, C] -> [C]). Max pooling keeps the forward's workspace for its backward.
+// global_max_pool ([H, W, C] -> [C], or over time: [T, C] -> [C]). Max pooling keeps the forward's workspace for
+// its backward.
 #include "../edge.hpp"
 #include "../layout.hpp"
 #include "registry.hpp"
@@ -100,6 +101,69 @@ class Pool : public Layer {
   Args fwd_args_, bwd_args_;
 };
 
+// global_avg_pool / global_max_pool over time: [T, C] → [C], as a 1-D pooling of {N, C, T} (nwc: the host's
+// row-major [N, T, C]) whose {N, C, 1} result is the {N, C} output itself.
+class GlobalPoolOverTime : public Layer {
+ public:
+  GlobalPoolOverTime(const NodeSpec& node, LayerBuilder& b, dnnl::algorithm algorithm) {
+    const Shape& in = b.input(0).shape;
+    const int64_t T = in[0], C = in[1], N = b.batch();
+    b.check_shape({C});
+    const dt type = b.compute_type();
+    const dnnl::engine& e = b.engine();
+    const md src({N, C, T}, type, tag::nwc), dst({N, C, 1}, type, tag::nwc);
+    const dnnl::pooling_forward::primitive_desc pd(
+        {b.forward_kind(), algorithm, src, dst, {1}, {T}, {0}, {0}}, b.attr(), e);
+    fwd_ = dnnl::pooling_forward(pd);
+    in_ = Edge(b, b.input(0), canonical_md(N, in, type));
+    b.define_output(canonical_md(N, {C}, type));
+    out_ = &b.output();
+    fwd_args_ = {{DNNL_ARG_SRC, dnnl::memory(src, e, in_.mem().get_data_handle())},
+                 {DNNL_ARG_DST, dnnl::memory(dst, e, out_->mem.get_data_handle())}};
+    if (pd.workspace_desc().get_size() > 0) {
+      workspace_ = dnnl::memory(pd.workspace_desc(), e);
+      fwd_args_[DNNL_ARG_WORKSPACE] = workspace_;
+    }
+    b.use_scratchpad(pd, fwd_args_);
+    if (!b.backward() || !in_.needs_grad()) return;
+    const dnnl::pooling_backward::primitive_desc bpd({algorithm, src, dst, {1}, {T}, {0}, {0}}, b.attr(), e, pd);
+    bwd_ = dnnl::pooling_backward(bpd);
+    bwd_args_ = {{DNNL_ARG_DIFF_DST, dnnl::memory(dst, e, out_->diff.get_data_handle())}};
+    if (workspace_) bwd_args_[DNNL_ARG_WORKSPACE] = workspace_;
+    diff_in_ = dnnl::memory(src, e, DNNL_MEMORY_NONE);
+    b.use_scratchpad(bpd, bwd_args_);
+    (void)node;
+  }
+
+  void forward(const Exec& exec) override {
+    in_.forward(exec);
+    exec.run(fwd_, fwd_args_);
+  }
+
+  void backward(const Exec& exec) override {
+    if (!in_.needs_grad()) return;
+    read_diff(*out_);
+    diff_in_.set_data_handle(in_.begin_diff().get_data_handle());
+    bwd_args_[DNNL_ARG_DIFF_SRC] = diff_in_;
+    exec.run(bwd_, bwd_args_);
+    in_.end_diff(exec);
+  }
+
+ private:
+  Edge in_;
+  Value* out_ = nullptr;
+  dnnl::memory workspace_, diff_in_;
+  dnnl::pooling_forward fwd_;
+  dnnl::pooling_backward bwd_;
+  Args fwd_args_, bwd_args_;
+};
+
+std::unique_ptr<Layer> make_global(const NodeSpec& node, LayerBuilder& b, dnnl::algorithm algorithm) {
+  if (b.input_count() == 1 && b.input(0).shape.size() == 2)
+    return std::make_unique<GlobalPoolOverTime>(node, b, algorithm);
+  return std::make_unique<Pool>(node, b, algorithm, true);
+}
+
 }  // namespace
 
 std::unique_ptr<Layer> make_max_pool(const NodeSpec& node, LayerBuilder& builder) {
@@ -109,10 +173,10 @@ std::unique_ptr<Layer> make_avg_pool(const NodeSpec& node, LayerBuilder& builder
   return std::make_unique<Pool>(node, builder, dnnl::algorithm::pooling_avg_exclude_padding, false);
 }
 std::unique_ptr<Layer> make_global_avg_pool(const NodeSpec& node, LayerBuilder& builder) {
-  return std::make_unique<Pool>(node, builder, dnnl::algorithm::pooling_avg_exclude_padding, true);
+  return make_global(node, builder, dnnl::algorithm::pooling_avg_exclude_padding);
 }
 std::unique_ptr<Layer> make_global_max_pool(const NodeSpec& node, LayerBuilder& builder) {
-  return std::make_unique<Pool>(node, builder, dnnl::algorithm::pooling_max, true);
+  return make_global(node, builder, dnnl::algorithm::pooling_max);
 }
 
 }  // namespace onednn

@@ -20,6 +20,16 @@ constexpr std::pair<std::string_view, LayerFactory> kLayers[] = {
     {"dropout", &make_dropout},
     {"batch_norm", &make_batch_norm},
     {"concat", &make_concat},
+    {"conv1d", &make_conv2d},
+    {"embedding", &make_embedding},
+    {"position_embedding", &make_position_embedding},
+    {"layer_norm", &make_layer_norm},
+    {"rms_norm", &make_rms_norm},
+    {"multiply", &make_multiply},
+    {"subtract", &make_subtract},
+    {"transpose", &make_transpose},
+    {"matmul", &make_matmul},
+    {"multi_head_attention", &make_multi_head_attention},
 };
 
 }  // namespace

@@ -28,5 +28,15 @@ std::unique_ptr<Layer> make_softmax(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_dropout(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_batch_norm(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_concat(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_dense_rows(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_embedding(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_position_embedding(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_layer_norm(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_rms_norm(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_multiply(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_subtract(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_transpose(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_matmul(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_multi_head_attention(const NodeSpec&, LayerBuilder&);
 
 }  // namespace onednn

@@ -410,9 +410,14 @@ typedef struct ramjet_update_args {
  *                         the host reads it after every training step (progress, history, the non-finite check)
  *                         and every evaluation batch.
  *  RAMJET_OUTPUT_CORRECT  an int32 CPU scalar, for classifiers only: how many of the batch's examples have their
- *                         label as the top-1 prediction (accuracy = correct / batch size). */
+ *                         label as the top-1 prediction (accuracy = correct / batch size).
+ *  RAMJET_OUTPUT_COUNTED  an int32 CPU scalar, optional, beside RAMJET_OUTPUT_CORRECT: how many positions the loss
+ *                         and `correct` count when that is not the batch size (a sequence model's tokens, less
+ *                         those whose label is ignored). Then loss is the mean over them and accuracy = correct /
+ *                         counted; a host weighs the batch's loss by it. */
 #define RAMJET_OUTPUT_LOSS "loss"
 #define RAMJET_OUTPUT_CORRECT "correct"
+#define RAMJET_OUTPUT_COUNTED "counted"
 /* The `which` of get_state/set_state, each an example of tensors named after the graph's parameters:
  *  RAMJET_STATE_PARAMETERS  every weight, trainable or not, in Keras layouts. get_state gives copies; set_state
  *                           copies them in (initial weights, checkpoints, early stopping's best weights, an int8

@@ -13,11 +13,13 @@ namespace ramjet::core {
 
 // Running loss and accuracy over the batches of an epoch.
 struct Metrics {
-  double loss_sum = 0;
+  double loss_sum = 0;  // each batch's mean loss times the positions it counts
   int64_t correct = 0;
+  int64_t counted = 0;  // positions the loss and accuracy average over: examples, or a sequence model's tokens
   int64_t samples = 0;
   bool has_accuracy = true;
-  void add(double loss, int64_t right, int64_t n);  // right < 0: the batch has no accuracy
+  // right < 0: the batch has no accuracy; positions < 0: it counts its n examples.
+  void add(double loss, int64_t right, int64_t n, int64_t positions = -1);
   double loss() const;
   double accuracy() const;
 };
