@@ -1,6 +1,7 @@
 // The `ramjet` command: parses the command line, reads the manifest into a plan, calls the core, prints. Nothing
 // else lives here; the commands are listed in kUsage below and in the README.
 // Exit codes: 0 success, 2 bad usage or invalid input, 1 runtime failure.
+#include "ramjet/deploy/generate.hpp"
 #include "ramjet/deploy/model_eval.hpp"
 #include "ramjet/model/graph.hpp"
 #include "ramjet/plan/plan.hpp"
@@ -53,6 +54,9 @@ const char* kUsage =
     "  eval MANIFEST [--checkpoint FILE] [--precision float32|int8] [--batch N] [--threads N] [--json]\n"
     "       [--predictions FILE] [--trace FILE] [--set P=V]...\n"
     "                                                accuracy and samples/s of a checkpoint on the eval data\n"
+    "  generate MANIFEST --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S] [--checkpoint FILE]\n"
+    "       [--threads N] [--json] [--set P=V]...\n"
+    "                                                sample text from a trained language model's checkpoint\n"
     "  graph MANIFEST [--json] [--set P=V]...        show the model's layers, output shapes and parameters\n"
     "  pipeline MANIFEST [--name train|eval] [--report FILE] [--trace FILE] [--set P=V]...\n"
     "                                                iterate one input pipeline alone and report its throughput\n"
@@ -221,6 +225,41 @@ int command_eval(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
+int command_generate(const std::vector<std::string>& args) {
+  auto options = manifest_options("ramjet generate MANIFEST --prompt TEXT");
+  options.add_options()("prompt", po::value<std::string>(), "the text to continue")(
+      "tokens", po::value<int64_t>()->default_value(200), "how many tokens to sample")(
+      "temperature", po::value<double>()->default_value(1.0), "softmax temperature; 0 takes the most likely token")(
+      "top-k", po::value<int64_t>()->default_value(0), "sample among the K most likely tokens only (0: all)")(
+      "seed", po::value<uint64_t>()->default_value(0), "the sampler's seed: the same seed gives the same text")(
+      "checkpoint", po::value<std::string>(), "checkpoint file (default: the newest in train.checkpoint.dir)")(
+      "threads", po::value<int64_t>(), "backend threads (default: train.threads or the backend's)")(
+      "json", "print the result as JSON instead of the text");
+  po::variables_map vm;
+  if (!parse_manifest_command(args, options, vm)) return kExitOk;
+  if (!vm.count("prompt")) throw po::error("missing --prompt TEXT");
+  GenerateOptions g;
+  g.prompt = vm["prompt"].as<std::string>();
+  g.tokens = vm["tokens"].as<int64_t>();
+  if (g.tokens < 1 || g.tokens > 1000000) throw po::error("--tokens must be from 1 to 1000000");
+  g.temperature = vm["temperature"].as<double>();
+  g.top_k = vm["top-k"].as<int64_t>();
+  g.seed = vm["seed"].as<uint64_t>();
+  if (vm.count("checkpoint")) g.checkpoint = vm["checkpoint"].as<std::string>();
+  if (vm.count("threads")) {
+    g.threads = vm["threads"].as<int64_t>();
+    if (g.threads < 1 || g.threads > max_threads())
+      throw po::error("--threads must be from 1 to " + max_threads_explained() + ", got " + std::to_string(g.threads));
+  }
+  PipelineManifest manifest = manifest_from(vm);
+  PluginRegistry registry(discovery_options_from_environment());
+  const Plan plan = require_plan(manifest, registry);
+  if (!vm.count("json")) g.out = &std::cout;
+  nlohmann::json result = generate_text(plan, registry, g);
+  if (vm.count("json")) std::cout << result.dump() << "\n";
+  return kExitOk;
+}
+
 int command_graph(const std::vector<std::string>& args) {
   auto options = manifest_options("ramjet graph MANIFEST");
   options.add_options()("json", "print the graph IR a backend compiles");
@@ -295,6 +334,7 @@ int dispatch(int argc, char** argv) {
   if (command == "run") return command_running(rest, true);
   if (command == "pipeline") return command_running(rest, false);
   if (command == "graph") return command_graph(rest);
+  if (command == "generate") return command_generate(rest);
   if (command == "eval") return command_eval(rest);
   if (command == "report") return command_report(rest);
   std::cerr << "ramjet: unknown command '" << command << "'\n" << kUsage;
