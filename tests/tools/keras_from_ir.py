@@ -1,0 +1,174 @@
+"""Builds the Keras model a ramjet graph IR describes, layer for layer with Keras's own layers (and their weight
+layouts), so that ramjet's weights load into it unchanged; optionally runs it on inputs and writes its outputs.
+
+  keras_from_ir.py --case DIR
+
+DIR/case.json: {"ir": <graph IR>, "params": {name: {"file", "shape"}}, "inputs": {name: {"file", "shape",
+"dtype"}}, "output": FILE}; every file raw little-endian float32 (int32 for int32 inputs), relative to DIR. Writes the
+model's first output as raw float32 to DIR/FILE. Run with the venv's python (needs TensorFlow / Keras 3).
+"""
+import argparse
+import json
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # plain float32 kernels: the reference, not the peer
+import numpy as np  # noqa: E402
+import keras  # noqa: E402
+from keras import layers, ops  # noqa: E402
+
+
+class PositionEmbedding(layers.Layer):
+    """ramjet's position_embedding: Keras Hub's PositionEmbedding added to its input, in one layer."""
+
+    def __init__(self, sequence_length, **kwargs):
+        super().__init__(**kwargs)
+        self.sequence_length = sequence_length
+
+    def build(self, shape):
+        self.embeddings = self.add_weight(name="embeddings", shape=(self.sequence_length, shape[-1]))
+
+    def call(self, x):
+        return x + self.embeddings[: ops.shape(x)[1]]
+
+
+class MatMul(layers.Layer):
+    def __init__(self, transpose_a, transpose_b, **kwargs):
+        super().__init__(**kwargs)
+        self.ta, self.tb = transpose_a, transpose_b
+
+    def call(self, a, b):
+        if self.ta:
+            a = ops.swapaxes(a, -1, -2)
+        if self.tb:
+            b = ops.swapaxes(b, -1, -2)
+        return ops.matmul(a, b)
+
+
+def activation(name, attrs):
+    if name == "leaky_relu":
+        return layers.LeakyReLU(negative_slope=attrs.get("negative_slope", 0.2))
+    if name == "elu":
+        return layers.ELU(alpha=attrs.get("alpha", 1.0))
+    return layers.Activation({"linear": "linear", "gelu": keras.activations.gelu}.get(name, name))
+
+
+def fused(name):
+    # A fused activation as a Keras activation function (gelu: the exact, erf form, as ramjet computes it).
+    return {"gelu": lambda x: keras.activations.gelu(x, approximate=False)}.get(name, name)
+
+
+def build(ir):
+    values, weights = {}, {}  # name -> tensor; layer -> [param names in Keras's weight order]
+    inputs = []
+    for spec in ir["inputs"]:
+        t = keras.Input(shape=tuple(spec["shape"]), dtype=spec.get("dtype", "float32"), name=spec["name"])
+        values[spec["name"]] = t
+        inputs.append(t)
+    for node in ir["nodes"]:
+        op, a, name = node["op"], node.get("attrs", {}), node["name"]
+        p = node.get("params", {})
+        x = [values[i] for i in node["inputs"]]
+        if op == "dense":
+            layer = layers.Dense(a["units"], activation=fused(a.get("activation", "linear")),
+                                 use_bias=a.get("use_bias", True), name=name)
+            out = layer(x[0])
+            weights[name] = [p["kernel"]] + ([p["bias"]] if "bias" in p else [])
+        elif op == "embedding":
+            layer = layers.Embedding(a["input_dim"], a["output_dim"], name=name)
+            out = layer(x[0])
+            weights[name] = [p["embeddings"]]
+        elif op == "position_embedding":
+            layer = PositionEmbedding(a["sequence_length"], name=name)
+            out = layer(x[0])
+            weights[name] = [p["embeddings"]]
+        elif op == "layer_norm":
+            layer = layers.LayerNormalization(epsilon=a["epsilon"], center="beta" in p, scale="gamma" in p, name=name)
+            out = layer(x[0])
+            weights[name] = [p[r] for r in ("gamma", "beta") if r in p]
+        elif op == "rms_norm":
+            layer = layers.RMSNormalization(epsilon=a["epsilon"], name=name)
+            out = layer(x[0])
+            weights[name] = [p["scale"]]
+        elif op == "multi_head_attention":
+            layer = layers.MultiHeadAttention(a["num_heads"], a["key_dim"], value_dim=a["value_dim"],
+                                              dropout=a.get("dropout", 0.0), use_bias=a.get("use_bias", True),
+                                              output_shape=a["output_shape"], name=name)
+            q = x[0]
+            v = x[1] if len(x) > 1 else q
+            k = x[2] if len(x) > 2 else v
+            out = layer(q, v, key=k, use_causal_mask=a.get("use_causal_mask", False))
+            order = []
+            for role in ("query", "key", "value", "attention_output"):
+                order.append(p[role + "/kernel"])
+                if role + "/bias" in p:
+                    order.append(p[role + "/bias"])
+            weights[name] = order
+        elif op == "matmul":
+            out = MatMul(a.get("transpose_a", False), a.get("transpose_b", False), name=name)(x[0], x[1])
+        elif op == "add":
+            out = layers.Add(name=name)(x)
+        elif op == "multiply":
+            out = layers.Multiply(name=name)(x)
+        elif op == "subtract":
+            out = layers.Subtract(name=name)(x)
+        elif op == "concat":
+            out = layers.Concatenate(axis=-1, name=name)(x)
+        elif op == "transpose":
+            out = layers.Permute([d + 1 for d in a["perm"]], name=name)(x[0])
+        elif op == "activation":
+            layer = activation(a["activation"], a)
+            layer.name = name
+            out = layer(x[0])
+        elif op == "softmax":
+            out = layers.Softmax(name=name)(x[0])
+        elif op == "dropout":
+            out = layers.Dropout(a["rate"], name=name)(x[0])
+        elif op == "conv1d":
+            pad = a["padding"]
+            k, d = a["kernel"], a["dilation"]
+            padding = "valid" if pad == [0, 0] else ("causal" if pad[1] == 0 and pad[0] > 0 else "same")
+            layer = layers.Conv1D(a["filters"], k, strides=a["strides"], padding=padding, dilation_rate=d,
+                                  groups=a["groups"], activation=fused(a.get("activation", "linear")),
+                                  use_bias=a.get("use_bias", True), name=name)
+            out = layer(x[0])
+            weights[name] = [p["kernel"]] + ([p["bias"]] if "bias" in p else [])
+        elif op in ("global_avg_pool", "global_max_pool"):
+            rank = len(x[0].shape) - 1
+            cls = {("global_avg_pool", 2): layers.GlobalAveragePooling1D, ("global_avg_pool", 3): layers.GlobalAveragePooling2D,
+                   ("global_max_pool", 2): layers.GlobalMaxPooling1D, ("global_max_pool", 3): layers.GlobalMaxPooling2D}
+            out = cls[(op, rank)](name=name)(x[0])
+        elif op == "flatten":
+            out = layers.Flatten(name=name)(x[0])
+        elif op == "reshape":
+            out = layers.Reshape(tuple(a["shape"]), name=name)(x[0])
+        else:
+            raise SystemExit(f"keras_from_ir.py: no Keras layer for op '{op}' (node '{name}')")
+        values[name] = out
+    model = keras.Model(inputs, [values[o] for o in ir["outputs"]])
+    return model, weights
+
+
+def load(case_dir, spec, dtype="float32"):
+    return np.fromfile(os.path.join(case_dir, spec["file"]), dtype=spec.get("dtype", dtype)).reshape(spec["shape"])
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--case", required=True)
+    a = p.parse_args()
+    with open(os.path.join(a.case, "case.json")) as f:
+        case = json.load(f)
+    model, weights = build(case["ir"])
+    for layer_name, names in weights.items():
+        layer = model.get_layer(layer_name)
+        layer.set_weights([load(a.case, case["params"][n]).reshape(w.shape) for n, w in zip(names, layer.get_weights())])
+    feeds = {name: load(a.case, spec) for name, spec in case["inputs"].items()}
+    out = model(feeds, training=False)
+    if isinstance(out, (list, tuple)):
+        out = out[0]
+    np.asarray(out, dtype="float32").tofile(os.path.join(a.case, case["output"]))
+
+
+if __name__ == "__main__":
+    main()
