@@ -21,35 +21,6 @@ namespace {
 
 json ir_of(const json& model) { return build_graph(model, Origin{"test.json"}).ir; }
 
-// A batch of `n`: float inputs uniform in [-1, 1] or int32 token IDs below `vocabulary`, by the graph's inputs; and
-// labels as the graph's loss wants them (int32 classes below `classes` of the labels' shape, or float targets).
-Example batch_for(const json& ir, int64_t n, int64_t vocabulary, int64_t classes, uint32_t seed) {
-  std::mt19937 rng(seed);
-  Example e;
-  for (const auto& in : ir["inputs"]) {
-    Shape shape{n};
-    for (const auto& d : in["shape"]) shape.push_back(d.get<int64_t>());
-    if (in["dtype"] == "int32") {
-      std::vector<int32_t> ids(static_cast<size_t>(count_of(shape)));
-      for (auto& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocabulary));
-      put(e, in["name"], kI32, shape, ids);
-    } else {
-      put(e, in["name"], shape, uniform(static_cast<size_t>(count_of(shape)), rng));
-    }
-  }
-  const json& labels = ir["labels"];
-  Shape shape{n};
-  for (const auto& d : labels["shape"]) shape.push_back(d.get<int64_t>());
-  if (labels["dtype"] == "int32") {
-    std::vector<int32_t> y(static_cast<size_t>(count_of(shape)));
-    for (auto& c : y) c = static_cast<int32_t>(rng() % static_cast<uint32_t>(classes));
-    put(e, labels["name"], kI32, shape, y);
-  } else {
-    put(e, labels["name"], shape, uniform(static_cast<size_t>(count_of(shape)), rng, 0.0f, 1.0f));
-  }
-  return e;
-}
-
 json sparse_loss(json extra = json::object()) {
   extra["type"] = "sparse_softmax_cross_entropy";
   return extra;
@@ -67,7 +38,7 @@ GradCheck attention_check() {
 
 void check(const json& model, int64_t vocabulary = 11, int64_t classes = 5, const GradCheck& c = {}) {
   const json ir = ir_of(model);
-  expect_gradients_match(ir, batch_for(ir, 3, vocabulary, classes, 17), 3, c);
+  expect_gradients_match(ir, batch_for_graph(ir, 3, vocabulary, classes, 17), 3, c);
 }
 
 }  // namespace

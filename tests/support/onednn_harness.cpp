@@ -130,6 +130,34 @@ Example batch_of(const Shape& shape, int64_t n, int64_t classes, uint32_t seed, 
   return e;
 }
 
+Example batch_for_graph(const json& ir, int64_t n, int64_t vocabulary, int64_t classes, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Example e;
+  for (const auto& in : ir["inputs"]) {
+    Shape shape{n};
+    for (const auto& d : in["shape"]) shape.push_back(d.get<int64_t>());
+    if (in["dtype"] == "int32") {
+      std::vector<int32_t> ids(static_cast<size_t>(count_of(shape)));
+      for (auto& id : ids) id = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocabulary));
+      put(e, in["name"], kI32, shape, ids);
+    } else {
+      put(e, in["name"], shape, uniform(static_cast<size_t>(count_of(shape)), rng));
+    }
+  }
+  const json& labels = ir["labels"];
+  Shape shape{n};
+  for (const auto& d : labels["shape"]) shape.push_back(d.get<int64_t>());
+  if (labels["dtype"] == "int32") {
+    std::vector<int32_t> y(static_cast<size_t>(count_of(shape)));
+    for (auto& c : y) c = static_cast<int32_t>(rng() % static_cast<uint32_t>(classes));
+    put(e, labels["name"], kI32, shape, y);
+  } else {
+    put(e, labels["name"], shape, uniform(static_cast<size_t>(count_of(shape)), rng, 0.0f, 1.0f));
+  }
+  return e;
+}
+
+
 Example separable_batch(int64_t n, const Shape& shape, std::mt19937& rng) {
   Example e;
   Shape full{n};

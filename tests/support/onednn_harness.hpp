@@ -83,6 +83,11 @@ std::vector<float> uniform(size_t n, std::mt19937& rng, float lo = -1.0f, float 
 // `target_shape` is given) float targets "target" in [0, 1] for regressions.
 Example batch_of(const Shape& shape, int64_t n, int64_t classes, uint32_t seed, const Shape& target_shape = {});
 
+// A batch of `n` for any graph: float inputs uniform in [-1, 1] or int32 token IDs below `vocabulary`, by the
+// graph's inputs; labels as its loss wants them (int32 classes below `classes` in the labels' shape, or float
+// targets in [0, 1]).
+Example batch_for_graph(const json& ir, int64_t n, int64_t vocabulary, int64_t classes, uint32_t seed);
+
 // Two classes told apart by the image's mean: +0.3 or -0.3 plus uniform noise in [-1, 1], as "x" and "label".
 Example separable_batch(int64_t n, const Shape& shape, std::mt19937& rng);
 

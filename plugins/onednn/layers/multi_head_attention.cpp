@@ -15,6 +15,7 @@
 #include "matmul_views.hpp"
 #include "registry.hpp"
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -136,7 +137,7 @@ class MultiHeadAttention : public Layer {
     d_queries_.run(exec, d_s_compute_, k_heads_, d_q_heads_);
     d_keys_.run(exec, d_s_compute_t_, q_heads_, d_k_heads_);
     // The projections: their parameters' gradients, and each input's, summed over the projections reading it.
-    std::vector<bool> started(edges_.size(), false);
+    std::array<bool, 3> started{};  // an edge whose gradient the first projection reading it has written
     for (size_t i = 0; i < 3; ++i) {
       Projection& p = proj_[i];
       p.weights.refresh(exec);
