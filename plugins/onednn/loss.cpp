@@ -78,10 +78,15 @@ float Loss::classes_forward(const float* x, int64_t& hits) {
     int64_t best = 0;
     for (int64_t j = 1; j < k; ++j)
       if (row[j] > row[best]) best = j;
-    double sum = 0.0;
-    for (int64_t j = 0; j < k; ++j) sum += std::exp(static_cast<double>(row[j] - row[best]));
-    const double lse = static_cast<double>(row[best]) + std::log(sum);
-    for (int64_t j = 0; j < k; ++j) p[j] = static_cast<float>(std::exp(static_cast<double>(row[j]) - lse));
+    // One exponential per logit, in float (they lie in (0, 1] after the shift), kept as the probabilities: a language
+    // model's step has vocabulary × tokens of them (114 × 4096 for the example), where a double exp and a second
+    // pass had shown in the profile.
+    const float top = row[best];
+    float sum = 0.0f;
+    for (int64_t j = 0; j < k; ++j) sum += (p[j] = std::exp(row[j] - top));
+    const float inverse = 1.0f / sum;
+    for (int64_t j = 0; j < k; ++j) p[j] *= inverse;
+    const double lse = static_cast<double>(top) + std::log(static_cast<double>(sum));
     if (kind_ == Kind::sparse) {
       const int32_t label = labels_[static_cast<size_t>(i)];
       if (label < 0) continue;  // ignore_label
