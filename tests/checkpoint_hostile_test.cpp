@@ -331,6 +331,9 @@ std::vector<Case> cases() {
                {"/__metadata__/trainer/momentum", "unknown field"}});
   c.push_back({"TrainerLossScalerNotHex", json_metadata("trainer", [](nlohmann::json& t) { t["loss_scaler"] = "zz"; }),
                {"/__metadata__/trainer/loss_scaler", "hexadecimal"}});
+  c.push_back({"TrainerSkippedUpdatesNegative",
+               json_metadata("trainer", [](nlohmann::json& t) { t["skipped_updates"] = -3; }),
+               {"/__metadata__/trainer/skipped_updates", "must be >= 0"}});
   c.push_back({"TrainerPlateauWaitNegative", json_metadata("trainer", [](nlohmann::json& t) {
                  t["plateau"] = {{"have_best", true}, {"best", 0.5}, {"wait", -1}, {"cooldown", 0}};
                }),

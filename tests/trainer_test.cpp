@@ -302,8 +302,8 @@ TEST_F(TrainerTest, LossScalingPolicyLeavesTheUpdateUnchanged) {
   };
   auto [plain_report, plain] = run("float32", "plain");
   // The fixture policy scales the loss by 128; the trainer must divide the gradients by the same factor.
-  auto [scaled_report, scaled] = run("mixed_float16", "scaled");
-  EXPECT_EQ(scaled_report["train"]["precision"], "mixed_float16");
+  auto [scaled_report, scaled] = run("fixed_scale_128", "scaled");
+  EXPECT_EQ(scaled_report["train"]["precision"], "fixed_scale_128");
   EXPECT_EQ(scaled_report["train"]["skipped_updates"], 0);
   ASSERT_EQ(plain.size(), scaled.size());
   double worst = 0;
@@ -314,14 +314,15 @@ TEST_F(TrainerTest, LossScalingPolicyLeavesTheUpdateUnchanged) {
 }
 
 TEST_F(TrainerTest, ValidationNamesAPrecisionPolicyOrStrategyNoPluginProvides) {
-  // Without the onednn plugin nothing provides mixed_bfloat16; the mirror fixture provides mixed_float16.
+  // Without the onednn plugin nothing provides mixed_bfloat16; the cuda plugin provides mixed_float16, the mirror
+  // fixture fixed_scale_128.
   PluginRegistry without_onednn{DiscoveryOptions{
       {stock_plugin_dir(), fixture_dir("linear_backend"), fixture_dir("mirror_fixture")}, {}, {"onednn"}}};
   auto doc = manifest_doc(64, 32, 1, {{"precision", "mixed_bfloat16"}, {"strategy", {{"type", "nccl"}}}});
   std::string all;
   for (const auto& p : read_plan(write_manifest(doc), without_onednn).problems) all += p.pointer + ": " + p.message + "\n";
   EXPECT_NE(all.find("/train/precision: no plugin provides precision_policy 'mixed_bfloat16' (did you mean "
-                     "'mixed_float16'?); available: mixed_float16"),
+                     "'mixed_float16'?); available: fixed_scale_128, mixed_float16"),
             std::string::npos) << all;
   EXPECT_NE(all.find("/train/strategy/type: no plugin provides strategy 'nccl'; available: fake_mirror"),
             std::string::npos) << all;

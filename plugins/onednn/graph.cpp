@@ -269,7 +269,9 @@ Graph parse_graph(const nlohmann::json& json) {
   if (json.contains("loss") && !json["loss"].is_null()) {
     const auto& l = json["loss"];
     if (!l.is_object()) invalid("#/loss must be an object");
-    LossSpec loss{string_field(l, "op", "#/loss"), string_field(l, "input", "#/loss"), ""};
+    LossSpec loss;
+    loss.op = string_field(l, "op", "#/loss");
+    loss.input = string_field(l, "input", "#/loss");
     if (!is_supported_loss(loss.op))
       fail(RAMJET_ERR_UNSUPPORTED, "graph: #/loss: the onednn cpu backend does not support loss '" + loss.op +
                                        "' (it supports sparse_softmax_cross_entropy, categorical_cross_entropy, "

@@ -182,8 +182,10 @@ nlohmann::json read_trainer(const MetadataReader& reader) {
   nlohmann::json value = reader.json("trainer");
   const JsonField trainer(reader, "trainer", value);
   // replicas: how many ranks wrote it (absent before data-parallel training existed: 1).
-  trainer.members({"lr_scale", "history"}, {"plateau", "early_stopping", "loss_scaler", "replicas"});
+  // skipped_updates: steps a loss-scaling policy dropped (the optimizer's own step count is step − skipped).
+  trainer.members({"lr_scale", "history"}, {"plateau", "early_stopping", "loss_scaler", "replicas", "skipped_updates"});
   if (value.contains("replicas")) trainer.at("replicas").integer(1);
+  if (value.contains("skipped_updates")) trainer.at("skipped_updates").integer(0);
   const double lr_scale = trainer.at("lr_scale").number();
   if (!(lr_scale > 0) || !std::isfinite(lr_scale)) throw trainer.at("lr_scale").error("must be a finite number > 0");
   const JsonField history = trainer.at("history");

@@ -198,6 +198,7 @@ class Trainer {
     if (plateau_ && c.trainer.contains("plateau")) plateau_->restore(c.trainer["plateau"]);
     if (early_ && c.trainer.contains("early_stopping")) early_->restore(c.trainer["early_stopping"]);
     if (policy_ && c.trainer.contains("loss_scaler")) policy_->restore_state(from_hex(c.trainer["loss_scaler"]));
+    if (policy_) skipped_updates_ = c.trainer.value("skipped_updates", int64_t{0});
     best_parameters_ = std::move(c.best_parameters);
   }
 
@@ -222,6 +223,9 @@ class Trainer {
     auto refuse = [&](const std::string& field, const std::string& what) {
       return InvalidInput(file.string() + ": checkpoint metadata /__metadata__/" + field + ": " + what);
     };
+    if (c.trainer.value("skipped_updates", int64_t{0}) > c.step)
+      throw refuse("trainer/skipped_updates", c.trainer["skipped_updates"].dump() + " is more than the checkpoint's " +
+                                                  std::to_string(c.step) + " steps");
     const PipelineState& at = c.pipeline;
     if (at.epoch > cfg_.epochs)
       throw refuse("pipeline/epoch", std::to_string(at.epoch) + " is past this run's " + std::to_string(cfg_.epochs) +
@@ -373,9 +377,14 @@ class Trainer {
       if (norm > cfg_.clip_norm) scale *= static_cast<float>(cfg_.clip_norm / norm);
     }
     // With dynamic loss scaling an overflowing step is dropped and the scale lowered (Keras's LossScaleOptimizer).
+    // Every replica must decide alike: one whose own gradients were finite holds the others' inf after the
+    // all-reduce, so the flag is all-reduced too (MAX) before the policy sees it.
+    if (policy_ && buckets_) found_nonfinite_ = any_replica(found_nonfinite_);
     const bool skip = policy_ && policy_->update(found_nonfinite_);
     found_nonfinite_ = false;
-    const ramjet_update_args upd{sizeof(ramjet_update_args), RAMJET_ABI_VERSION, step_ + 1,
+    // The optimizer counts only the updates it made (its bias correction's t), as Keras's inner optimizer and
+    // PyTorch's under GradScaler do; the schedule follows the steps.
+    const ramjet_update_args upd{sizeof(ramjet_update_args), RAMJET_ABI_VERSION, step_ + 1 - skipped_updates_,
                                  static_cast<float>(schedule_->at(step_) * lr_scale_), scale};
     if (skip) ++skipped_updates_;
     else {
@@ -397,6 +406,13 @@ class Trainer {
       checkpoint(train_->state());
       step_checkpoint_s_ += seconds_since(start);
     }
+  }
+
+  bool any_replica(bool flag) {
+    float value = flag ? 1.0f : 0.0f;
+    DLTensor t{&value, {kDLCPU, 0}, 0, {kDLFloat, 32, 1}, nullptr, nullptr, 0};
+    strategy_->all_reduce(t, RAMJET_REDUCE_MAX);
+    return value != 0.0f;
   }
 
   double gradient_norm() {
@@ -520,7 +536,10 @@ class Trainer {
     c.trainer = {{"lr_scale", lr_scale_}, {"history", history_}, {"replicas", world_}};
     if (plateau_) c.trainer["plateau"] = plateau_->state();
     if (early_) c.trainer["early_stopping"] = early_->state();
-    if (policy_) c.trainer["loss_scaler"] = to_hex(policy_->save_state());
+    if (policy_) {
+      c.trainer["loss_scaler"] = to_hex(policy_->save_state());
+      c.trainer["skipped_updates"] = skipped_updates_;
+    }
     c.parameters = program_->get_state(RAMJET_STATE_PARAMETERS);
     c.optimizer = program_->get_state(RAMJET_STATE_OPTIMIZER);
     if (early_ && early_->restore_best()) c.best_parameters = copy_of(best_parameters_);

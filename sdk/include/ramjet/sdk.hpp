@@ -70,6 +70,7 @@
 #include <ramjet/sdk/data_source.hpp>
 #include <ramjet/sdk/transform.hpp>
 #include <ramjet/sdk/precision_policy.hpp>
+#include <ramjet/sdk/loss_scaler.hpp>
 #include <ramjet/sdk/strategy.hpp>
 #include <ramjet/sdk/quantizer.hpp>
 #include <ramjet/sdk/exporter.hpp>
