@@ -190,7 +190,8 @@ def quality(a):
     log(f"pytorch: {steps} steps")
     theirs = peer_row([a.torch_python, os.path.join(HERE, "torch_peer.py"), "--threads", str(a.threads), "--take",
                        str(take), "--train-steps", str(steps), "--evaluate"], a.threads)
-    sample = subprocess.run([a.ramjet, "generate", manifest, "--checkpoint", checkpoints, "--prompt", a.prompt,
+    # Without --checkpoint, generate reads the newest checkpoint of the manifest's train.checkpoint.dir.
+    sample = subprocess.run([a.ramjet, "generate", manifest, "--prompt", a.prompt,
                              "--tokens", "300", "--temperature", "0.8", "--top-k", "20", "--seed", "7"],
                             check=True, capture_output=True, text=True).stdout
     ratio = ours / theirs["val_loss"]
