@@ -14,6 +14,7 @@ Prints one JSON object on stdout. The windows are bench/seq/seqdata.py's: the sa
 """
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -82,6 +83,30 @@ class CharTransformer(nn.Module):
         return self.logits(self.final_norm(x))
 
 
+def keras_initialisation(model, d_model, heads):
+    """Keras's initial distributions instead of PyTorch's (for --keras-init): Embedding U(±0.05), glorot-uniform
+    kernels and zero biases, the position table glorot-uniform, and MultiHeadAttention's einsum kernels with the
+    fans Keras computes for them ([d, heads, key_dim]: fan_in heads·d, fan_out key_dim·d; [heads, key_dim, d]:
+    fan_in key_dim·heads, fan_out d·heads)."""
+    def uniform_(t, limit):
+        with torch.no_grad():
+            t.uniform_(-limit, limit)
+
+    key_dim = d_model // heads
+    for m in model.modules():
+        if isinstance(m, nn.Embedding):
+            uniform_(m.weight, 0.05)
+        elif isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.MultiheadAttention):
+            uniform_(m.in_proj_weight, math.sqrt(6.0 / (heads * d_model + key_dim * d_model)))
+            nn.init.zeros_(m.in_proj_bias)
+            uniform_(m.out_proj.weight, math.sqrt(6.0 / (key_dim * heads + d_model * heads)))
+            nn.init.zeros_(m.out_proj.bias)
+    uniform_(model.position_embedding, math.sqrt(6.0 / (2 * model.position_embedding.shape[1])))
+
+
 def architecture():
     """The sizes, read from the manifest's layers, so that this model follows examples/char_transformer."""
     layers = seqdata.original()["model"]["layers"]
@@ -105,6 +130,8 @@ def main():
     p.add_argument("--train-steps", type=int, help="quality mode: train this many steps, no timing")
     p.add_argument("--evaluate", action="store_true", help="then the mean token cross-entropy on the eval split")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--keras-init", action="store_true",
+                   help="Keras's initial distributions and Adam epsilon (1e-7) instead of PyTorch's (--attention mha)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -116,7 +143,9 @@ def main():
     parameters = sum(t.numel() for t in model.parameters())
     vocabulary = arch["vocabulary"]
     step_model = torch.compile(model) if a.compile else model
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    if a.keras_init:
+        keras_initialisation(model, arch["d_model"], arch["heads"])
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, eps=1e-7 if a.keras_init else 1e-8)
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bfloat16")
     batch = seqdata.BATCH
     order, at = torch.randperm(len(x)), 0
@@ -139,7 +168,7 @@ def main():
         return loss
 
     out = {"torch": torch.__version__, "parameters": parameters, "precision": a.precision,
-           "variant": "compile" if a.compile else "eager", "attention": a.attention}
+           "variant": "compile" if a.compile else "eager", "attention": a.attention, "keras_init": a.keras_init}
     model.train()
     if a.train_steps:
         start = time.perf_counter()
