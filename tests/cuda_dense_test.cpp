@@ -2,6 +2,7 @@
 // forward with no epilogue, bias, and bias + relu; backward data, weights and bias; float32 and float16 (float32
 // accumulation). Odd sizes, so no tile divides them. The error naming runs everywhere.
 #include "cuda_check.hpp"
+#include "require_gpu.hpp"
 #include "dense.hpp"
 
 #include <ramjet/sdk/error.hpp>
@@ -101,11 +102,7 @@ void expect_near(const std::vector<float>& got, const std::vector<double>& want,
 }
 
 TEST_P(CudaDenseProducts, MatchTheReference) {
-  try {
-    require_devices();
-  } catch (const ramjet::Error& e) {
-    GTEST_SKIP() << e.what() << " (needs a GPU)";
-  }
+  RAMJET_REQUIRE_GPU();
   const Case c = GetParam();
   const int64_t M = 70, K = 300, N = 130;
   std::mt19937 rng(11);

@@ -4,6 +4,7 @@
 // skip is not a pass); the error reporting is checked everywhere.
 #include "cuda_check.hpp"
 #include "multi_tensor.hpp"
+#include "require_gpu.hpp"
 
 #include <ramjet/sdk/error.hpp>
 
@@ -18,22 +19,6 @@
 using namespace cuda_plugin;
 
 namespace {
-
-// Why there is no device, or "" when there is one.
-std::string missing_device() {
-  try {
-    require_devices();
-    return {};
-  } catch (const ramjet::Error& e) {
-    return e.what();
-  }
-}
-
-#define REQUIRE_GPU()                                        \
-  do {                                                       \
-    const std::string why = missing_device();                \
-    if (!why.empty()) GTEST_SKIP() << why << " (needs a GPU)"; \
-  } while (0)
 
 TEST(CudaCheck, NamesTheCallAndWhatItWasFor) {
   try {
@@ -163,7 +148,7 @@ void expect_close(const std::vector<float>& gpu, const std::vector<float>& cpu, 
 class CudaMultiTensorRules : public ::testing::TestWithParam<UpdateStep> {};
 
 TEST_P(CudaMultiTensorRules, ThreeStepsMatchTheCpuRule) {
-  REQUIRE_GPU();
+  RAMJET_REQUIRE_GPU();
   std::vector<HostParameter> host = random_parameters();
   DeviceVectors device;
   std::vector<ParameterBuffers> buffers;
@@ -210,7 +195,7 @@ INSTANTIATE_TEST_SUITE_P(Rules, CudaMultiTensorRules,
                          rule_name);
 
 TEST(CudaMultiTensor, FindsAnInfOrNanInAnyChunkAndNothingInFiniteGradients) {
-  REQUIRE_GPU();
+  RAMJET_REQUIRE_GPU();
   std::vector<HostParameter> host = random_parameters();
   void* flag_memory = nullptr;
   check(cudaMalloc(&flag_memory, sizeof(int)), "cudaMalloc");

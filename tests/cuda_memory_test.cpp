@@ -3,6 +3,7 @@
 // a GPU when there is one (the limit, and a request larger than the device named in the error).
 #include "caching_allocator.hpp"
 #include "cuda_check.hpp"
+#include "require_gpu.hpp"
 
 #include <ramjet/sdk/error.hpp>
 
@@ -121,11 +122,7 @@ TEST(CachingAllocator, GivesEverythingBackAndRefusesAForeignBlock) {
 }
 
 TEST(CachingAllocatorOnGpu, TheLimitAndTheDevicesOwnSizeAreNamed) {
-  try {
-    require_devices();
-  } catch (const ramjet::Error& e) {
-    GTEST_SKIP() << e.what() << " (needs a GPU)";
-  }
+  RAMJET_REQUIRE_GPU();
   {
     CachingAllocator a({.limit_bytes = size_t{64} << 20}, cuda_device_calls());
     void* block = a.allocate(size_t{32} << 20, "layer dense_1 output");

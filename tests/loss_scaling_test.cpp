@@ -6,6 +6,7 @@
 #include "ramjet/plugin/model_components.hpp"
 #include "ramjet/train/checkpoint.hpp"
 #include "ramjet/train/trainer.hpp"
+#include "small_run.hpp"
 #include "test_support.hpp"
 
 #include <ramjet/sdk/loss_scaler.hpp>
@@ -128,31 +129,14 @@ TEST_F(MixedFloat16, BadSettingsAreNamed) {
   EXPECT_NE(all.find("/train/precision/growth"), std::string::npos) << all;
 }
 
+// The small softmax regression of tests/support (8 steps an epoch) under Adam, checkpointing every step.
 nlohmann::json manifest(int64_t epochs, const nlohmann::json& precision, const nlohmann::json& backend,
                         const std::string& checkpoints) {
-  auto source = [](const char* images, const char* labels) {
-    return nlohmann::json{{"type", "idx"},
-                          {"images", fashion_mnist(images).string()},
-                          {"labels", fashion_mnist(labels).string()},
-                          {"num_classes", 10}};
-  };
-  nlohmann::json doc = {
-      {"seed", 9},
-      {"data",
-       {{"train",
-         {{"source", source("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz")},
-          {"map", {{{"type", "normalize"}, {"scale", 1.0 / 255}}}},
-          {"take", 256},
-          {"batch", 32}}}}},
-      {"model",
-       {{"input", {{"image", {28, 28, 1}}}},
-        {"layers", {{{"type", "flatten"}}, {{"type", "dense"}, {"units", 10}}}},
-        {"loss", {{"type", "sparse_softmax_cross_entropy"}}}}},
-      {"train",
-       {{"backend", backend},
-        {"optimizer", {{"type", "adam"}, {"learning_rate", 0.01}}},
-        {"epochs", epochs},
-        {"checkpoint", {{"dir", checkpoints}, {"every_steps", 1}, {"keep", 2}}}}}};
+  nlohmann::json doc = small_run_manifest({.seed = 9, .train_take = 256, .train_batch = 32, .eval_take = 0,
+                                           .epochs = epochs});
+  doc["train"]["backend"] = backend;
+  doc["train"]["optimizer"] = {{"type", "adam"}, {"learning_rate", 0.01}};
+  doc["train"]["checkpoint"] = {{"dir", checkpoints}, {"every_steps", 1}, {"keep", 2}};
   if (!precision.is_null()) doc["train"]["precision"] = precision;
   return doc;
 }
