@@ -2,6 +2,7 @@
 // definitions, float32 and float16, on a GPU; an unknown name's error everywhere.
 #include "activation.hpp"
 #include "cuda_check.hpp"
+#include "device_buffers.hpp"
 #include "require_gpu.hpp"
 
 #include <ramjet/sdk/error.hpp>
@@ -68,41 +69,17 @@ TEST_P(CudaActivations, ForwardAndBackwardMatchKerasDefinitions) {
   while (x.size() < 5000) x.push_back(u(rng));
   std::vector<float> dy(x.size());
   for (auto& v : dy) v = u(rng) / 8.0f;
-  const size_t n = x.size(), element = half ? 2 : 4;
-  auto upload = [&](std::vector<float>& host) {
-    void* p = nullptr;
-    check(cudaMalloc(&p, n * element), "cudaMalloc");
-    if (half) {
-      std::vector<__half> h(n);
-      for (size_t i = 0; i < n; ++i) h[i] = __float2half(host[i]), host[i] = __half2float(h[i]);
-      check(cudaMemcpy(p, h.data(), n * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
-    } else {
-      check(cudaMemcpy(p, host.data(), n * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
-    }
-    return p;
-  };
-  auto download = [&](const void* p) {
-    std::vector<float> out(n);
-    if (half) {
-      std::vector<__half> h(n);
-      check(cudaMemcpy(h.data(), p, n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
-      for (size_t i = 0; i < n; ++i) out[i] = __half2float(h[i]);
-    } else {
-      check(cudaMemcpy(out.data(), p, n * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    }
-    return out;
-  };
-  void* dx_in = upload(x);
-  void* ddy = upload(dy);
-  void* y = nullptr;
-  void* dx = nullptr;
-  check(cudaMalloc(&y, n * element), "cudaMalloc");
-  check(cudaMalloc(&dx, n * element), "cudaMalloc");
+  const size_t n = x.size();
+  ramjet::test::DeviceBuffers dev(half);
+  void* dx_in = dev.upload(x);
+  void* ddy = dev.upload(dy);
+  void* y = dev.empty(n);
+  void* dx = dev.empty(n);
   const Activation f = activation_named(c.name);
   activation_forward(f, alpha, dx_in, y, static_cast<int64_t>(n), c.dtype, nullptr);
   activation_backward(f, alpha, dx_in, ddy, dx, static_cast<int64_t>(n), c.dtype, nullptr);
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-  const std::vector<float> got_y = download(y), got_dx = download(dx);
+  const std::vector<float> got_y = dev.download(y, n), got_dx = dev.download(dx, n);
   // float32: a few ulps of the transcendental functions, and for derivatives like 1 − tanh² near ±1 the
   // cancellation of an ulp of 1 (times |dy| ≤ 1); float16: the output's rounding.
   const double rel = half ? 1e-3 : 2e-6, abs = half ? 1e-4 : 5e-7;
@@ -114,7 +91,6 @@ TEST_P(CudaActivations, ForwardAndBackwardMatchKerasDefinitions) {
   }
   EXPECT_EQ(bad_y, 0u) << c.name << " forward";
   EXPECT_EQ(bad_dx, 0u) << c.name << " backward";
-  for (void* p : {dx_in, ddy, y, dx}) cudaFree(p);
 }
 
 std::vector<ActivationCase> every_activation() {

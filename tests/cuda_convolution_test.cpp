@@ -3,6 +3,7 @@
 // naming runs everywhere.
 #include "convolution.hpp"
 #include "cuda_check.hpp"
+#include "device_buffers.hpp"
 #include "require_gpu.hpp"
 
 #include <ramjet/sdk/error.hpp>
@@ -60,47 +61,16 @@ TEST_P(CudaConvolutionProducts, MatchTheReference) {
   const size_t nw = size_t(s.out_channels) * 3 * 3 * s.in_channels;
   const size_t ny = size_t(s.batch) * oh * ow * s.out_channels;
   std::vector<float> x = random(nx), w = random(nw), b = random(s.out_channels), dy = random(ny);
-  std::vector<void*> owned;
-  const size_t element = half ? 2 : 4;
-  auto upload = [&](std::vector<float>& host) {
-    void* p = nullptr;
-    check(cudaMalloc(&p, host.size() * element), "cudaMalloc");
-    owned.push_back(p);
-    if (half) {
-      std::vector<__half> h(host.size());
-      for (size_t i = 0; i < host.size(); ++i) h[i] = __float2half(host[i]), host[i] = __half2float(h[i]);
-      check(cudaMemcpy(p, h.data(), h.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
-    } else {
-      check(cudaMemcpy(p, host.data(), host.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
-    }
-    return p;
-  };
-  auto empty = [&](size_t n) {
-    void* p = nullptr;
-    check(cudaMalloc(&p, std::max<size_t>(n, 1)), "cudaMalloc");
-    owned.push_back(p);
-    return p;
-  };
-  auto download = [&](const void* p, size_t n) {
-    std::vector<float> out(n);
-    if (half) {
-      std::vector<__half> h(n);
-      check(cudaMemcpy(h.data(), p, n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
-      for (size_t i = 0; i < n; ++i) out[i] = __half2float(h[i]);
-    } else {
-      check(cudaMemcpy(out.data(), p, n * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    }
-    return out;
-  };
-  void* gx_in = upload(x);
-  void* gw_in = upload(w);
-  void* gb_in = upload(b);
-  void* gdy = upload(dy);
-  void* y = empty(ny * element);
-  void* dx = empty(nx * element);
-  void* dw = empty(nw * element);
-  void* db = empty(s.out_channels * element);
-  void* workspace = empty(conv.workspace_bytes());
+  ramjet::test::DeviceBuffers dev(half);
+  void* gx_in = dev.upload(x);
+  void* gw_in = dev.upload(w);
+  void* gb_in = dev.upload(b);
+  void* gdy = dev.upload(dy);
+  void* y = dev.empty(ny);
+  void* dx = dev.empty(nx);
+  void* dw = dev.empty(nw);
+  void* db = dev.empty(s.out_channels);
+  void* workspace = dev.bytes(conv.workspace_bytes());
   conv.forward(gx_in, gw_in, gb_in, y, workspace);
   conv.backward_data(gdy, gw_in, dx, workspace);
   conv.backward_filter(gx_in, gdy, dw, db, workspace);
@@ -140,11 +110,10 @@ TEST_P(CudaConvolutionProducts, MatchTheReference) {
     }
     EXPECT_EQ(bad, 0u) << what << ": worst " << worst;
   };
-  expect_close(download(y, ny), want_y, "y");
-  expect_close(download(dx, nx), want_dx, "dx");
-  expect_close(download(dw, nw), want_dw, "dW");
-  expect_close(download(db, s.out_channels), want_db, "db");
-  for (void* p : owned) cudaFree(p);
+  expect_close(dev.download(y, ny), want_y, "y");
+  expect_close(dev.download(dx, nx), want_dx, "dx");
+  expect_close(dev.download(dw, nw), want_dw, "dW");
+  expect_close(dev.download(db, s.out_channels), want_db, "db");
   cudnnDestroy(handle);
 }
 

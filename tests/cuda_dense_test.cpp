@@ -2,6 +2,7 @@
 // forward with no epilogue, bias, and bias + relu; backward data, weights and bias; float32 and float16 (float32
 // accumulation). Odd sizes, so no tile divides them. The error naming runs everywhere.
 #include "cuda_check.hpp"
+#include "device_buffers.hpp"
 #include "require_gpu.hpp"
 #include "dense.hpp"
 
@@ -37,49 +38,6 @@ struct Case {
 
 class CudaDenseProducts : public ::testing::TestWithParam<Case> {};
 
-// Device buffers of one dtype, from and to float host vectors (rounded to half for CUDA_R_16F).
-class Buffers {
- public:
-  explicit Buffers(cudaDataType_t dtype) : dtype_(dtype) {}
-  ~Buffers() {
-    for (void* p : owned_) cudaFree(p);
-  }
-  size_t element() const { return dtype_ == CUDA_R_16F ? 2 : 4; }
-  // The values as the device holds them (half-rounded), written back into `host`.
-  void* upload(std::vector<float>& host) {
-    void* p = empty(host.size());
-    if (dtype_ == CUDA_R_16F) {
-      std::vector<__half> h(host.size());
-      for (size_t i = 0; i < host.size(); ++i) h[i] = __float2half(host[i]), host[i] = __half2float(h[i]);
-      check(cudaMemcpy(p, h.data(), h.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
-    } else {
-      check(cudaMemcpy(p, host.data(), host.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
-    }
-    return p;
-  }
-  void* empty(size_t n) {
-    void* p = nullptr;
-    check(cudaMalloc(&p, n * element()), "cudaMalloc");
-    owned_.push_back(p);
-    return p;
-  }
-  std::vector<float> download(const void* p, size_t n) const {
-    std::vector<float> out(n);
-    if (dtype_ == CUDA_R_16F) {
-      std::vector<__half> h(n);
-      check(cudaMemcpy(h.data(), p, n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
-      for (size_t i = 0; i < n; ++i) out[i] = __half2float(h[i]);
-    } else {
-      check(cudaMemcpy(out.data(), p, n * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    }
-    return out;
-  }
-
- private:
-  cudaDataType_t dtype_;
-  std::vector<void*> owned_;
-};
-
 std::vector<float> random_values(size_t n, std::mt19937& rng) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> v(n);
@@ -108,7 +66,7 @@ TEST_P(CudaDenseProducts, MatchTheReference) {
   std::mt19937 rng(11);
   std::vector<float> x = random_values(M * K, rng), w = random_values(K * N, rng), b = random_values(N, rng),
                      dy = random_values(M * N, rng);
-  Buffers dev(c.dtype);
+  ramjet::test::DeviceBuffers dev(c.dtype == CUDA_R_16F);
   void* dx_ = dev.upload(x);
   void* dw_ = dev.upload(w);
   void* db_ = dev.upload(b);
@@ -118,7 +76,7 @@ TEST_P(CudaDenseProducts, MatchTheReference) {
   void* gw = dev.empty(K * N);
   void* gb = dev.empty(N);
   const size_t workspace_bytes = size_t{32} << 20;
-  void* workspace = dev.empty(workspace_bytes / dev.element());
+  void* workspace = dev.bytes(workspace_bytes);
   cublasLtHandle_t handle = nullptr;
   check_cublas(cublasLtCreate(&handle), "cublasLtCreate", "test");
   {

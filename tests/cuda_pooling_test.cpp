@@ -3,6 +3,7 @@
 #include "cuda_check.hpp"
 #include "convolution.hpp"  // check_cudnn
 #include "pooling.hpp"
+#include "device_buffers.hpp"
 #include "require_gpu.hpp"
 
 #include <cuda_fp16.h>
@@ -42,38 +43,11 @@ TEST_P(CudaPooling, ForwardAndBackwardMatchKerasRules) {
   std::vector<float> x(nx), dy(ny);
   for (auto& v : x) v = u(rng);
   for (auto& v : dy) v = u(rng);
-  const size_t element = half ? 2 : 4;
-  std::vector<void*> owned;
-  auto upload = [&](std::vector<float>& host) {
-    void* p = nullptr;
-    check(cudaMalloc(&p, host.size() * element), "cudaMalloc");
-    owned.push_back(p);
-    if (half) {
-      std::vector<__half> h(host.size());
-      for (size_t i = 0; i < host.size(); ++i) h[i] = __float2half(host[i]), host[i] = __half2float(h[i]);
-      check(cudaMemcpy(p, h.data(), h.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
-    } else {
-      check(cudaMemcpy(p, host.data(), host.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
-    }
-    return p;
-  };
-  auto download = [&](const void* p, size_t n) {
-    std::vector<float> out(n);
-    if (half) {
-      std::vector<__half> h(n);
-      check(cudaMemcpy(h.data(), p, n * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
-      for (size_t i = 0; i < n; ++i) out[i] = __half2float(h[i]);
-    } else {
-      check(cudaMemcpy(out.data(), p, n * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    }
-    return out;
-  };
-  void* gx = upload(x);
-  void* gdy = upload(dy);
-  void *gy = nullptr, *gdx = nullptr;
-  check(cudaMalloc(&gy, ny * element), "cudaMalloc");
-  check(cudaMalloc(&gdx, nx * element), "cudaMalloc");
-  owned.push_back(gy), owned.push_back(gdx);
+  ramjet::test::DeviceBuffers dev(half);
+  void* gx = dev.upload(x);
+  void* gdy = dev.upload(dy);
+  void* gy = dev.empty(ny);
+  void* gdx = dev.empty(nx);
   pool.forward(gx, gy);
   pool.backward(gx, gy, gdy, gdx);
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
@@ -114,9 +88,8 @@ TEST_P(CudaPooling, ForwardAndBackwardMatchKerasRules) {
     for (size_t i = 0; i < got.size(); ++i) bad += std::fabs(got[i] - want[i]) > tolerance * std::max(1.0, std::fabs(want[i]));
     EXPECT_EQ(bad, 0u) << what;
   };
-  expect_close(download(gy, ny), want_y, "y");
-  expect_close(download(gdx, nx), want_dx, "dx");
-  for (void* p : owned) cudaFree(p);
+  expect_close(dev.download(gy, ny), want_y, "y");
+  expect_close(dev.download(gdx, nx), want_dx, "dx");
   cudnnDestroy(handle);
 }
 
