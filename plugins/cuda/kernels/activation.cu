@@ -1,5 +1,6 @@
 #include "activation.hpp"
 #include "cuda_check.hpp"
+#include "float_access.cuh"
 
 #include <ramjet/sdk/error.hpp>
 
@@ -21,11 +22,6 @@ constexpr std::array<std::pair<const char*, Activation>, 10> kNames{{{"linear", 
                                                                      {"elu", Activation::elu},
                                                                      {"softplus", Activation::softplus},
                                                                      {"leaky_relu", Activation::leaky_relu}}};
-
-__device__ float load(const float* p, int64_t i) { return p[i]; }
-__device__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ void store(float* p, int64_t i, float v) { p[i] = v; }
-__device__ void store(__half* p, int64_t i, float v) { p[i] = __float2half(v); }
 
 __device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 

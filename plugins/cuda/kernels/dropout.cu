@@ -1,4 +1,5 @@
 #include "cuda_check.hpp"
+#include "float_access.cuh"
 #include "dropout.hpp"
 
 #include <ramjet/sdk/error.hpp>
@@ -8,11 +9,6 @@
 
 namespace cuda_plugin {
 namespace {
-
-__device__ float load(const float* p, int64_t i) { return p[i]; }
-__device__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ void store(float* p, int64_t i, float v) { p[i] = v; }
-__device__ void store(__half* p, int64_t i, float v) { p[i] = __float2half(v); }
 
 // Element i's uniform number in [0, 1): Philox of the counter (i, 0) under the key `seed`, 24 bits of it.
 __device__ float uniform(uint64_t seed, int64_t i) {

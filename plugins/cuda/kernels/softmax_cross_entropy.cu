@@ -1,4 +1,5 @@
 #include "cuda_check.hpp"
+#include "float_access.cuh"
 #include "softmax_cross_entropy.hpp"
 
 #include <ramjet/sdk/error.hpp>
@@ -12,11 +13,6 @@ namespace cuda_plugin {
 namespace {
 
 constexpr int kThreads = 256;
-
-__device__ float load(const float* p, int64_t i) { return p[i]; }
-__device__ float load(const __half* p, int64_t i) { return __half2float(p[i]); }
-__device__ void store(float* p, int64_t i, float v) { p[i] = v; }
-__device__ void store(__half* p, int64_t i, float v) { p[i] = __float2half(v); }
 
 // How many labels are counted, and the first out of range: one block, a fixed order.
 __global__ void count_kernel(const int32_t* labels, int64_t rows, int64_t classes, CrossEntropyResult* result) {
