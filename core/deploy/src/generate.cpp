@@ -1,5 +1,7 @@
 #include "ramjet/deploy/generate.hpp"
 
+#include "checkpoint_choice.hpp"
+
 #include "ramjet/data/input_pipeline.hpp"
 #include "ramjet/plugin/failure.hpp"
 #include "ramjet/plugin/trace.hpp"
@@ -109,17 +111,7 @@ nlohmann::json generate_text(const Plan& plan, PluginRegistry& registry, const G
   }
   if (ids.empty()) throw InvalidInput("--prompt: empty; give the text to continue");
 
-  std::filesystem::path file;
-  if (options.checkpoint) {
-    file = *options.checkpoint;
-  } else {
-    if (!plan.train->checkpoint)
-      throw InvalidInput(plan.origin.where("/train/checkpoint") + ": no checkpoint directory; pass --checkpoint FILE");
-    auto latest = latest_checkpoint(plan.train->checkpoint->dir);
-    if (!latest)
-      throw InvalidInput(plan.train->checkpoint->dir.string() + ": no checkpoint to generate from (train first with `ramjet run`)");
-    file = *latest;
-  }
+  const std::filesystem::path file = checkpoint_to_use(plan, options.checkpoint, "generate from");
   Checkpoint checkpoint = load_checkpoint(file);
   auto backend = make_training_backend(plan, registry, options.threads);
   auto program = backend->compile(plan.graph->ir, {{"batch", 1}});

@@ -1,5 +1,7 @@
 #include "ramjet/deploy/model_eval.hpp"
 
+#include "checkpoint_choice.hpp"
+
 #include "ramjet/deploy/model_export.hpp"
 #include "ramjet/plugin/atomic_file.hpp"
 #include "ramjet/plugin/failure.hpp"
@@ -22,17 +24,7 @@ nlohmann::json evaluate_checkpoint(const Plan& original, PluginRegistry& registr
   PipelineSpec& eval_data = plan.eval_data.emplace(original.require_eval("evaluation"));
   if (options.batch > 0) eval_data.batch = options.batch;
 
-  std::filesystem::path file;
-  if (options.checkpoint) {
-    file = *options.checkpoint;
-  } else {
-    if (!plan.train->checkpoint)
-      throw InvalidInput(plan.origin.where("/train/checkpoint") + ": no checkpoint directory; pass --checkpoint FILE");
-    auto latest = latest_checkpoint(plan.train->checkpoint->dir);
-    if (!latest)
-      throw InvalidInput(plan.train->checkpoint->dir.string() + ": no checkpoint to evaluate (train first with `ramjet run`)");
-    file = *latest;
-  }
+  const std::filesystem::path file = checkpoint_to_use(plan, options.checkpoint, "evaluate");
   Checkpoint checkpoint = [&] {
     TraceSpan span("load checkpoint");
     return load_checkpoint(file);
