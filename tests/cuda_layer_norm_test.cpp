@@ -11,23 +11,29 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace cuda_plugin;
 
 namespace {
 
+// A row's mean and 1/σ as Keras's layer norm takes them (biased variance, epsilon inside the root), in double.
+std::pair<double, double> mean_and_rstd(const std::vector<double>& x, double epsilon) {
+  double mean = 0, var = 0;
+  for (double v : x) mean += v;
+  mean /= x.size();
+  for (double v : x) var += (v - mean) * (v - mean);
+  var /= x.size();
+  return {mean, 1 / std::sqrt(var + epsilon)};
+}
+
 // Keras's layer norm of one row, in double.
 std::vector<double> normalise(const std::vector<double>& x, const std::vector<double>& gamma,
                               const std::vector<double>& beta, double epsilon) {
-  const size_t d = x.size();
-  double mean = 0, var = 0;
-  for (double v : x) mean += v;
-  mean /= d;
-  for (double v : x) var += (v - mean) * (v - mean);
-  var /= d;
-  std::vector<double> y(d);
-  for (size_t j = 0; j < d; ++j) y[j] = (x[j] - mean) / std::sqrt(var + epsilon) * gamma[j] + beta[j];
+  const auto [mean, r] = mean_and_rstd(x, epsilon);
+  std::vector<double> y(x.size());
+  for (size_t j = 0; j < x.size(); ++j) y[j] = (x[j] - mean) * r * gamma[j] + beta[j];
   return y;
 }
 
@@ -35,12 +41,7 @@ std::vector<double> normalise(const std::vector<double>& x, const std::vector<do
 void row_gradients(const std::vector<double>& x, const std::vector<double>& gamma, const std::vector<double>& dy,
                    double epsilon, std::vector<double>& dx, std::vector<double>& dgamma, std::vector<double>& dbeta) {
   const size_t d = x.size();
-  double mean = 0, var = 0;
-  for (double v : x) mean += v;
-  mean /= d;
-  for (double v : x) var += (v - mean) * (v - mean);
-  var /= d;
-  const double r = 1 / std::sqrt(var + epsilon);
+  const auto [mean, r] = mean_and_rstd(x, epsilon);
   double mg = 0, mgx = 0;
   for (size_t j = 0; j < d; ++j) mg += dy[j] * gamma[j], mgx += dy[j] * gamma[j] * (x[j] - mean) * r;
   mg /= d, mgx /= d;
