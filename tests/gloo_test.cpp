@@ -490,6 +490,27 @@ TEST_F(GlooCollectives, SmallAndLargeAllReducesOnTwoThreeAndFourRanksGiveEveryRa
   }
 }
 
+namespace {
+void record_sigpipe(int) {}
+}  // namespace
+
+// Gloo writes to its peers with writev(): without this, a write to a rank that has just died raises SIGPIPE, whose
+// default action ends the survivor silently (exit 141) instead of letting it name the lost rank.
+TEST_F(GlooCollectives, TheStrategyIgnoresSigpipeUnlessTheHostHandlesIt) {
+  struct sigaction saved {};
+  ASSERT_EQ(::sigaction(SIGPIPE, nullptr, &saved), 0);
+  ::signal(SIGPIPE, SIG_DFL);
+  make(0, 5, 1);
+  struct sigaction now {};
+  ::sigaction(SIGPIPE, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_IGN) << "the default SIGPIPE action is left in place";
+  ::signal(SIGPIPE, record_sigpipe);
+  make(0, 5, 1);
+  ::sigaction(SIGPIPE, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, &record_sigpipe) << "a host's own handler is replaced";
+  ::sigaction(SIGPIPE, &saved, nullptr);
+}
+
 TEST_F(GlooCollectives, APeerThatNeverJoinsTheCollectiveIsATimeoutNamingIt) {
   on_two_ranks([&](int rank) {
     auto s = make(rank, 1);

@@ -13,6 +13,7 @@
 #include <gloo/transport/tcp/device.h>
 
 #include <dlfcn.h>
+#include <signal.h>
 
 #include <filesystem>
 #include <sstream>
@@ -121,9 +122,19 @@ std::vector<std::string> split_lines(const std::vector<char>& bytes) {
   return out;
 }
 
+// Gloo's TCP pairs write with writev(), which raises SIGPIPE when the peer has died; its default action ends this
+// process at once (exit 141), before gloo can report the lost rank, so a surviving rank would vanish instead of
+// naming the failure. Python, the usual host of gloo (PyTorch), ignores SIGPIPE from start-up; a host that installed
+// its own handler keeps it.
+void ignore_sigpipe_unless_handled() {
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
+}
+
 }  // namespace
 
 GlooStrategy::GlooStrategy(const ramjet::Config& config) : settings_(Settings::read(config)) {
+  ignore_sigpipe_unless_handled();
   identity_->rank = settings_.rank;
   identity_->world_size = settings_.world_size;
   identity_->timeout = settings_.timeout;
