@@ -247,13 +247,14 @@ std::vector<Case> cases() {
            {"EvalThreadsNegative", "--threads", "-1"},
            {"EvalPrecisionUnknown", "--precision", "int4"}})
     c.push_back({name, write_base, {"eval", "M", flag, value}, {flag == "--precision" ? "int4" : flag}});
-  c.push_back({"EvalPredictionsIntoAFolder",
+  // --predictions names a folder; a file in its place cannot become one.
+  c.push_back({"EvalPredictionsIntoAFile",
                [](const fs::path& dir) {
                  write_base(dir);
-                 fs::create_directories(dir / "p.bin");
+                 write_file(dir / "p.bin", "not a folder");
                },
                {"eval", "M", "--predictions", "p.bin"},
-               {"--predictions", "is a folder"}});
+               {"--predictions", "p.bin"}});
   c.push_back({"EvalCheckpointMissing", write_base, {"eval", "M", "--checkpoint", "absent.safetensors"},
                {"absent.safetensors"}});
   c.push_back({"UnknownFlag", write_base, {"run", "M", "--no-such-flag"}, {"--no-such-flag"}});

@@ -89,8 +89,11 @@ class Ramjet:
         command = [self.binary, "eval", MODEL] + self.overrides + [
             "--precision", precision, "--batch", str(self.batch), "--threads", str(self.threads), "--json"]
         if predictions:
-            command += ["--predictions", predictions]
+            command += ["--predictions", predictions + ".d"]
         result = last_json(command, self.timeout, env=self.env)
+        if predictions:  # ramjet writes a folder; its classes.npy becomes the int32 file LiteRT's is compared with
+            import numpy
+            numpy.load(os.path.join(predictions + ".d", "classes.npy")).astype("<i4").tofile(predictions)
         for key in ("samples_per_s", "accuracy"):
             if not isinstance(result.get(key), (int, float)):
                 raise EngineFailed(f"ramjet eval --precision {precision}: no numeric '{key}' in {result}")

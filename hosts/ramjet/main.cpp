@@ -52,7 +52,7 @@ const char* kUsage =
     "                                                train the model (or, without one, run the input pipelines);\n"
     "                                                --nproc N: on N local ranks (data-parallel, gloo)\n"
     "  eval MANIFEST [--checkpoint FILE] [--precision float32|int8] [--batch N] [--threads N] [--json]\n"
-    "       [--predictions FILE] [--trace FILE] [--set P=V]...\n"
+    "       [--predictions DIR] [--trace FILE] [--set P=V]...\n"
     "                                                accuracy and samples/s of a checkpoint on the eval data\n"
     "  generate MANIFEST --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S] [--checkpoint FILE]\n"
     "       [--threads N] [--json] [--set P=V]...\n"
@@ -192,7 +192,8 @@ int command_eval(const std::vector<std::string>& args) {
       "float32, or int8: calibrate and quantize as the manifest's export section says, then run int8 inference")(
       "batch", po::value<int64_t>(), "evaluation batch size (default: the eval pipeline's)")(
       "threads", po::value<int64_t>(), "backend threads (default: train.threads or the backend's)")(
-      "predictions", po::value<std::string>(), "write each sample's top-1 class to FILE (little-endian int32)")(
+      "predictions", po::value<std::string>(),
+      "write what the model predicted to DIR: predictions.npy, classes.npy for classifiers, a PNG per image")(
       "json", "print the result as JSON")("report", po::value<std::string>(), "write the result as JSON to FILE")(
       "trace", po::value<std::string>(), kTraceHelp);
   po::variables_map vm;
@@ -214,7 +215,9 @@ int command_eval(const std::vector<std::string>& args) {
       throw po::error("--threads must be from 1 to " + max_threads_explained() + ", got " + std::to_string(eval.threads));
   }
   if (vm.count("predictions")) eval.predictions = vm["predictions"].as<std::string>();
-  if (vm.count("predictions")) refuse_unwritable(vm["predictions"].as<std::string>(), "--predictions");
+  if (vm.count("predictions"))
+    refuse_unwritable((std::filesystem::path(vm["predictions"].as<std::string>()) / "predictions.npy").string(),
+                      "--predictions");
   if (vm.count("report")) refuse_unwritable(vm["report"].as<std::string>(), "--report");
   if (vm.count("trace")) refuse_unwritable(vm["trace"].as<std::string>(), "--trace");
   if (!vm.count("json")) eval.progress = &std::cout;

@@ -1,6 +1,7 @@
 #include "ramjet/deploy/model_eval.hpp"
 
 #include "checkpoint_choice.hpp"
+#include "prediction_files.hpp"
 
 #include "ramjet/deploy/model_export.hpp"
 #include "ramjet/plugin/atomic_file.hpp"
@@ -14,6 +15,22 @@
 #include <ostream>
 
 namespace ramjet::core {
+namespace {
+
+std::string fixed4(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4f", v);
+  return text;
+}
+
+// Image predictions are written as PNGs on the scale the model's PSNR or SSIM measures them on (1.0 by default).
+double image_scale(const nlohmann::json& ir) {
+  for (const auto& spec : ir.value("metrics", nlohmann::json::array()))
+    if (spec.contains("max_val")) return spec["max_val"].get<double>();
+  return 1.0;
+}
+
+}  // namespace
 
 nlohmann::json evaluate_checkpoint(const Plan& original, PluginRegistry& registry, const EvalOptions& options) {
   if (!original.train || !original.graph)
@@ -61,20 +78,20 @@ nlohmann::json evaluate_checkpoint(const Plan& original, PluginRegistry& registr
   }
   report.update(result.to_json());
   if (options.predictions) {
-    std::string bytes(result.predictions.size() * sizeof(int32_t), '\0');
-    for (size_t i = 0; i < result.predictions.size(); ++i) {
-      const uint32_t v = static_cast<uint32_t>(result.predictions[i]);
-      for (int b = 0; b < 4; ++b) bytes[i * 4 + b] = static_cast<char>((v >> (8 * b)) & 0xff);
-    }
-    write_file_atomically(*options.predictions, bytes);
-    report["predictions"] = options.predictions->string();
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& f : write_prediction_files(*options.predictions, result, image_scale(plan.graph->ir)))
+      files.push_back(f.string());
+    report["predictions"] = {{"dir", options.predictions->string()}, {"files", files.size()}};
   }
   if (options.progress) {
-    char line[256];
-    std::snprintf(line, sizeof line, "%s: accuracy %.4f on %lld samples, %.0f samples/s (batch %lld)\n",
-                  options.precision.c_str(), result.accuracy, static_cast<long long>(result.samples),
-                  result.samples_per_s, static_cast<long long>(batch));
-    *options.progress << line;
+    std::string line = options.precision + ":";
+    if (result.loss) line += " loss " + fixed4(*result.loss) + ",";
+    for (const auto& [name, value] : result.metrics) line += " " + name + " " + fixed4(value) + ",";
+    char tail[160];
+    std::snprintf(tail, sizeof tail, " on %lld samples, %.0f samples/s (batch %lld)\n",
+                  static_cast<long long>(result.samples), result.samples_per_s, static_cast<long long>(batch));
+    *options.progress << line << tail;
+    if (options.predictions) *options.progress << "predictions written to " << options.predictions->string() << "\n";
   }
   return report;
 }

@@ -107,7 +107,7 @@ nlohmann::json export_trained_model(const Plan& plan, PluginRegistry& registry, 
   if (evaluate) {
     InputPipeline data(*plan.eval_data, registry, plan.seed);
     const Evaluation fp32 = evaluate_program(*program, plan.graph->ir, data, plan.seed);
-    report["fp32_accuracy"] = fp32.accuracy;
+    for (const auto& [name, value] : fp32.metrics) report["fp32_" + name] = value;
     report["fp32_samples_per_s"] = fp32.samples_per_s;
   }
 
@@ -137,7 +137,7 @@ nlohmann::json export_trained_model(const Plan& plan, PluginRegistry& registry, 
       InputPipeline data(*plan.eval_data, registry, plan.seed);
       Evaluation q = evaluate_program(*int8, quantized.graph, data, plan.seed, int8_predictions != nullptr);
       if (int8_predictions) *int8_predictions = std::move(q.predictions);
-      report["int8_accuracy"] = q.accuracy;
+      for (const auto& [name, value] : q.metrics) report["int8_" + name] = value;
       report["int8_samples_per_s"] = q.samples_per_s;
     }
   }
@@ -146,9 +146,12 @@ nlohmann::json export_trained_model(const Plan& plan, PluginRegistry& registry, 
     std::snprintf(line, sizeof line, "exported %s (%lld bytes, %.0f%% of the float32 weights)", config.path.c_str(),
                   static_cast<long long>(report["file_bytes"].get<int64_t>()), 100 * report["size_ratio"].get<double>());
     *progress << line;
-    if (report.contains("fp32_accuracy") && report.contains("int8_accuracy")) {
-      std::snprintf(line, sizeof line, "; accuracy float32 %.4f, int8 %.4f", report["fp32_accuracy"].get<double>(),
-                    report["int8_accuracy"].get<double>());
+    // Each metric in float32 and int8, side by side: what quantization cost.
+    for (const auto& spec : plan.graph->ir.value("metrics", nlohmann::json::array())) {
+      const std::string name = spec.at("name").get<std::string>();
+      if (!report.contains("fp32_" + name) || !report.contains("int8_" + name)) continue;
+      std::snprintf(line, sizeof line, "; %s float32 %.4f, int8 %.4f", name.c_str(), report["fp32_" + name].get<double>(),
+                    report["int8_" + name].get<double>());
       *progress << line;
     }
     *progress << "\n";

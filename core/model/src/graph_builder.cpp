@@ -1,6 +1,7 @@
 // The manifest's `model` object → the graph IR: inputs, then each layer through its rule (layer_site.hpp), then the
 // outputs and the loss. Every problem is a ManifestError with the JSON pointer of the field at fault.
 #include "layer_site.hpp"
+#include "metric_specs.hpp"
 #include "ramjet/model/graph.hpp"
 #include "ramjet/plugin/machine_limits.hpp"
 
@@ -40,8 +41,8 @@ class Builder {
   Graph build(const json& model) {
     if (!model.is_object()) fail(root_, "the model must be an object");
     for (const auto& [key, value] : model.items())
-      if (key != "input" && key != "layers" && key != "outputs" && key != "loss")
-        fail(root_ + "/" + key, "unknown field (expected input, layers, outputs, loss)");
+      if (key != "input" && key != "layers" && key != "outputs" && key != "loss" && key != "metrics")
+        fail(root_ + "/" + key, "unknown field (expected input, layers, outputs, loss, metrics)");
     read_inputs(model);
     auto layers = model.find("layers");
     if (layers == model.end() || !layers->is_array() || layers->empty())
@@ -51,6 +52,7 @@ class Builder {
       previous = add_layer((*layers)[i], root_ + "/layers/" + std::to_string(i), previous);
     read_outputs(model, previous);
     if (auto loss = model.find("loss"); loss != model.end()) read_loss(*loss);
+    read_metrics(model);
     Graph g;
     g.ir = std::move(ir_);
     g.parameter_count = parameter_count_;
@@ -161,6 +163,15 @@ class Builder {
     }
     ir_["loss"] = ir_loss;
     ir_["labels"] = {{"name", labels}, {"dtype", sparse ? "int32" : "float32"}, {"shape", label_shape}};
+  }
+
+  // Metrics score the output the loss reads (the first output without a loss).
+  void read_metrics(const json& model) {
+    const json loss = ir_.contains("loss") ? ir_["loss"] : json();
+    const std::string scored = loss.is_null() ? ir_["outputs"][0].get<std::string>() : loss["input"].get<std::string>();
+    auto declared = model.find("metrics");
+    ir_["metrics"] = metric_specs(declared == model.end() ? nullptr : &*declared, loss, nodes_.at(scored), origin_,
+                                  root_ + "/metrics");
   }
 
   // Keras naming: the first conv2d is "conv2d", the next "conv2d_1", ...

@@ -99,6 +99,27 @@ CreateArgs Plan::create_args(const ComponentSpec& spec) const {
   return args;
 }
 
+namespace {
+
+// A callback watching val_<metric> needs the model to compute that metric.
+void check_monitors(const TrainConfig& train, const json& ir, SectionReader& reader) {
+  auto check = [&](const MonitorConfig& m, const std::string& pointer) {
+    if (m.metric.rfind("val_", 0) != 0 || m.metric == "val_loss") return;
+    std::string names = "val_loss";
+    for (const auto& spec : ir.value("metrics", json::array())) {
+      const std::string name = spec.at("name").get<std::string>();
+      if ("val_" + name == m.metric) return;
+      names += ", val_" + name;
+    }
+    reader.add(pointer, "the model has no metric '" + m.metric.substr(4) + "' (its validation numbers are " + names +
+                            "; declare more in /model/metrics)");
+  };
+  if (train.early_stopping) check(train.early_stopping->monitor, "/train/early_stopping/monitor");
+  if (train.reduce_lr_on_plateau) check(train.reduce_lr_on_plateau->monitor, "/train/reduce_lr_on_plateau/monitor");
+}
+
+}  // namespace
+
 const PipelineSpec& Plan::require_eval(const std::string& why) const {
   if (!eval_data) throw InvalidInput(origin.where("/data/eval") + ": " + why + " needs an eval input pipeline");
   return *eval_data;
@@ -150,6 +171,7 @@ PlanReading read_plan(const PipelineManifest& manifest, PluginRegistry& registry
   if (doc.contains("train")) plan.train = read_train(doc["train"], reader, plan.seed);
   if (doc.contains("export")) plan.exporting = read_export(doc["export"], reader, plan.seed);
 
+  if (plan.train && plan.graph) check_monitors(*plan.train, plan.graph->ir, reader);
   if (doc.contains("train") && !doc.contains("model")) reader.add("/model", "training needs a model");
   if (doc.contains("model") && !doc.contains("train")) reader.add("/train", "a model needs a train section to run");
   if (doc.contains("export") && !doc.contains("model")) reader.add("/model", "exporting needs a model");

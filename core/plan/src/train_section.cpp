@@ -14,7 +14,15 @@ using nlohmann::json;
 using ramjet::Field;
 using ramjet::Fields;
 
-Field monitor_field() { return Field::string("monitor").one_of({"val_loss", "val_accuracy", "loss", "accuracy"}); }
+// The training loss or accuracy, or val_loss / val_<metric> on the eval data; plan.cpp checks the metric against the
+// model's once both are read.
+Field monitor_field() {
+  return Field::string("monitor").rule([](const json& v) -> std::optional<std::string> {
+    const std::string m = v.get<std::string>();
+    if (m == "loss" || m == "accuracy" || (m.rfind("val_", 0) == 0 && m.size() > 4)) return std::nullopt;
+    return "must be loss, accuracy, val_loss or val_<metric> (a metric of the model's), got " + quote_value(v);
+  });
+}
 
 const Fields& train_fields() {
   static const Fields fields{

@@ -4,33 +4,59 @@
 #include "ramjet/plugin/trace.hpp"
 
 #include <chrono>
+#include <cstring>
 
 namespace ramjet::core {
 namespace {
 
-int64_t label_at(const DLTensor& labels, int64_t i) {
-  if (labels.dtype.code == kDLInt && labels.dtype.bits == 32) return static_cast<const int32_t*>(first_byte(labels))[i];
-  if (labels.dtype.code == kDLInt && labels.dtype.bits == 64) return static_cast<const int64_t*>(first_byte(labels))[i];
-  if (labels.dtype.code == kDLUInt && labels.dtype.bits == 8) return static_cast<const uint8_t*>(first_byte(labels))[i];
-  throw RuntimeFailure("evaluation: labels must be int32, int64 or uint8 class indices");
+// The output the metrics score: the one the loss reads, else the first.
+std::string scored_output(const nlohmann::json& graph) {
+  if (graph.contains("loss")) return graph["loss"].at("input").get<std::string>();
+  return graph.at("outputs").at(0).get<std::string>();
+}
+
+// A graph from before metrics were declared (or a quantized graph that dropped them) scores accuracy.
+nlohmann::json metric_specs_of(const nlohmann::json& graph) {
+  if (graph.contains("metrics")) return graph["metrics"];
+  return nlohmann::json::array({{{"type", "accuracy"}, {"name", "accuracy"}}});
+}
+
+bool is_class_rows(const DLTensor* out, int64_t n) {
+  return out != nullptr && out->dtype.code == kDLFloat && out->dtype.bits == 32 && out->ndim == 2 && out->shape[0] == n;
+}
+
+void keep_outputs(const DLTensor& out, Evaluation& result) {
+  if (out.dtype.code != kDLFloat || out.dtype.bits != 32) return;
+  if (result.output_shape.empty()) result.output_shape.assign(out.shape + 1, out.shape + out.ndim);
+  const int64_t count = element_count(out);
+  const float* values = static_cast<const float*>(first_byte(out));
+  result.outputs.insert(result.outputs.end(), values, values + count);
 }
 
 }  // namespace
 
+std::optional<double> Evaluation::metric(const std::string& name) const {
+  for (const auto& [n, v] : metrics)
+    if (n == name) return v;
+  return std::nullopt;
+}
+
 nlohmann::json Evaluation::to_json() const {
-  nlohmann::json j = {{"accuracy", accuracy}, {"samples", samples}, {"samples_per_s", samples_per_s}};
+  nlohmann::json j = {{"samples", samples}, {"samples_per_s", samples_per_s}};
+  for (const auto& [name, value] : metrics) j[name] = value;
   if (loss) j["loss"] = *loss;
   return j;
 }
 
 Evaluation evaluate_program(Program& program, const nlohmann::json& graph, InputPipeline& data, uint64_t seed,
                             bool keep_predictions) {
-  const std::string output = graph.at("outputs").at(0).get<std::string>();
+  const std::string output = scored_output(graph);
   const std::string labels_name = graph.contains("labels") ? graph["labels"].value("name", std::string("label")) : "label";
   const std::string where = data.spec().origin.where(data.spec().pointer);
+  MetricSet metrics(metric_specs_of(graph));
   ramjet_forward_args args{sizeof(ramjet_forward_args), RAMJET_ABI_VERSION, 0, 0, seed, 0};
   Evaluation result;
-  int64_t correct = 0, counted = 0, timed_samples = 0, first_batch = -1;
+  int64_t counted = 0, timed_samples = 0, first_batch = -1;
   double loss_sum = 0, timed_s = 0;
   bool has_loss = true;
   Example outputs;
@@ -51,30 +77,24 @@ Evaluation evaluate_program(Program& program, const nlohmann::json& graph, Input
     const DLTensor* loss = outputs.find(RAMJET_OUTPUT_LOSS);
     const DLTensor* right = outputs.find(RAMJET_OUTPUT_CORRECT);
     const DLTensor* positions = outputs.find(RAMJET_OUTPUT_COUNTED);
-    int64_t weight = n;
     const DLTensor* out = outputs.find(output);
-    const bool classes = out != nullptr && out->dtype.code == kDLFloat && out->dtype.bits == 32 && out->ndim == 2 &&
-                         out->shape[0] == n && labels->dtype.code != kDLFloat;
-    if (classes) {  // one prediction per example: the top class
-      const float* logits = static_cast<const float*>(first_byte(*out));
-      const int64_t k = out->shape[1];
-      for (int64_t i = 0; i < n; ++i) {
-        const float* row = logits + i * k;
-        int64_t best = 0;
-        for (int64_t c = 1; c < k; ++c)
-          if (row[c] > row[best]) best = c;
-        correct += best == label_at(*labels, i);
-        if (keep_predictions) result.predictions.push_back(static_cast<int32_t>(best));
-      }
-    } else if (positions != nullptr && right != nullptr && positions->dtype.code == kDLInt &&
-               positions->dtype.bits == 32 && right->dtype.code == kDLInt && right->dtype.bits == 32) {
+    if (out == nullptr) throw RuntimeFailure("evaluation: the program returned no '" + output + "' output");
+    int64_t weight = n;
+    const bool counted_by_loss = !is_class_rows(out, n) && positions != nullptr && right != nullptr &&
+                                 positions->dtype.code == kDLInt && positions->dtype.bits == 32 &&
+                                 right->dtype.code == kDLInt && right->dtype.bits == 32;
+    if (counted_by_loss) {
       // The loss counted positions of its own (a sequence model's tokens): its accuracy is the backend's.
       weight = *static_cast<const int32_t*>(first_byte(*positions));
-      correct += *static_cast<const int32_t*>(first_byte(*right));
-    } else if (labels->dtype.code != kDLFloat) {
-      throw RuntimeFailure("evaluation: the program returned neither float32 [batch, classes] '" + output +
-                           "' nor the counts of a loss over positions");
-    }  // else a regression: a loss, no accuracy
+      metrics.add_counted(*static_cast<const int32_t*>(first_byte(*right)), weight);
+    } else {
+      metrics.add(*out, *labels, where);
+    }
+    if (keep_predictions) {
+      if (is_class_rows(out, n) && labels->dtype.code != kDLFloat)
+        top_classes(static_cast<const float*>(first_byte(*out)), n, out->shape[1], result.predictions);
+      keep_outputs(*out, result);
+    }
     if (loss != nullptr && loss->dtype.code == kDLFloat && loss->dtype.bits == 32)
       loss_sum += static_cast<double>(*static_cast<const float*>(first_byte(*loss))) * static_cast<double>(weight);
     else has_loss = false;
@@ -82,7 +102,7 @@ Evaluation evaluate_program(Program& program, const nlohmann::json& graph, Input
     counted += weight;
   }
   if (result.samples == 0) throw InvalidInput(where + ": the pipeline produced no data to evaluate");
-  result.accuracy = counted > 0 ? static_cast<double>(correct) / static_cast<double>(counted) : 0.0;
+  result.metrics = metrics.values();
   if (has_loss) result.loss = counted > 0 ? loss_sum / static_cast<double>(counted) : 0.0;
   result.samples_per_s = timed_s > 0 ? static_cast<double>(timed_samples) / timed_s : 0.0;
   return result;

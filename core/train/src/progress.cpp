@@ -53,7 +53,10 @@ void ProgressReporter::epoch(const nlohmann::json& h, int64_t steps, double seco
   text += s;
   text += " - loss: " + fixed(h["loss"]);
   if (h.contains("accuracy")) text += " - accuracy: " + fixed(h["accuracy"]);
-  if (h.contains("val_loss")) text += " - val_loss: " + fixed(h["val_loss"]) + " - val_accuracy: " + fixed(h["val_accuracy"]);
+  // val_loss, then the model's metrics on the eval data (by name).
+  if (h.contains("val_loss")) text += " - val_loss: " + fixed(h["val_loss"]);
+  for (const auto& [key, value] : h.items())
+    if (key.rfind("val_", 0) == 0 && key != "val_loss" && value.is_number()) text += " - " + key + ": " + fixed(value);
   std::snprintf(s, sizeof s, " - lr: %.3g", h["lr"].get<double>());
   text += s;
   if (terminal_) *out_ << "\r\033[K";
@@ -68,8 +71,11 @@ void ProgressReporter::summary(const nlohmann::json& report) {
                 static_cast<long long>(t["steps"].get<int64_t>()), t["wall_s"].get<double>(),
                 t["samples_per_s"].get<double>(), 100 * t["input_wait_fraction"].get<double>());
   *out_ << line;
-  if (report.contains("eval"))
-    *out_ << "; test accuracy " << fixed(report["eval"]["accuracy"]) << ", loss " << fixed(report["eval"]["loss"]);
+  if (report.contains("eval")) {
+    *out_ << "; test loss " << fixed(report["eval"]["loss"]);
+    for (const auto& [key, value] : report["eval"].items())
+      if (key != "loss" && key != "restored_best_epoch" && value.is_number_float()) *out_ << ", " << key << " " << fixed(value);
+  }
   *out_ << "\n";
   if (t.contains("verdict")) verdict(t["verdict"]);
 }

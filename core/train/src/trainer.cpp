@@ -60,10 +60,18 @@ std::string from_hex(const nlohmann::json& text) {
 }
 
 // The epoch's numbers a callback watches.
+// "val_<metric>" is one of the model's metrics (the plan checked it names one); training itself counts loss and
+// accuracy.
 double monitored(const std::string& metric, const Metrics& train, const std::optional<Evaluation>& eval) {
-  const bool accuracy = metric.find("accuracy") != std::string::npos;
-  if (metric.rfind("val_", 0) == 0 && eval) return accuracy ? eval->accuracy : eval->loss.value_or(0.0);
-  return accuracy ? train.accuracy() : train.loss();
+  if (metric.rfind("val_", 0) == 0 && eval)
+    return metric == "val_loss" ? eval->loss.value_or(0.0) : eval->metric(metric.substr(4)).value_or(0.0);
+  return metric.find("accuracy") != std::string::npos ? train.accuracy() : train.loss();
+}
+
+nlohmann::json evaluation_summary(const Evaluation& e) {
+  nlohmann::json j = {{"loss", e.loss.value_or(0.0)}};
+  for (const auto& [name, value] : e.metrics) j[name] = value;
+  return j;
 }
 
 // One training run: its components, its state between steps, and the steps themselves.
@@ -458,7 +466,10 @@ class Trainer {
                         {"wall_s", epoch_wall},
                         {"elapsed_s", seconds_since(run_start_)}};
     if (last_train_.has_accuracy) h["accuracy"] = last_train_.accuracy();
-    if (last_eval_) h["val_loss"] = last_eval_->loss.value_or(0.0), h["val_accuracy"] = last_eval_->accuracy;
+    if (last_eval_) {
+      h["val_loss"] = last_eval_->loss.value_or(0.0);
+      for (const auto& [name, value] : last_eval_->metrics) h["val_" + name] = value;
+    }
     // A language model's loss is the mean cross-entropy per token: perplexity is its exponential.
     if (language_model_) {
       h["perplexity"] = std::exp(last_train_.loss());
@@ -489,7 +500,7 @@ class Trainer {
     std::vector<Scalar> validation;
     if (last_eval_) {
       if (last_eval_->loss) validation.push_back({"loss", h["val_loss"].get<double>()});
-      validation.push_back({"accuracy", h["val_accuracy"].get<double>()});
+      for (const auto& [name, value] : last_eval_->metrics) validation.push_back({name, value});
     }
     tensorboard_->epoch(h["epoch"].get<int64_t>(), train, validation);
   }
@@ -586,11 +597,10 @@ class Trainer {
     t["stopped_early"] = stopped_early_;
     t["parameters"] = plan_.graph->parameter_count;
     t["components"] = components();
-    if (last_eval_) report["eval"] = {{"loss", last_eval_->loss.value_or(0.0)}, {"accuracy", last_eval_->accuracy}};
+    if (last_eval_) report["eval"] = evaluation_summary(*last_eval_);
     if (early_ && early_->restore_best() && !best_parameters_.entries.empty() && plan_.eval_data) {
-      const auto best = evaluate();
-      report["eval"] = {{"loss", best->loss.value_or(0.0)}, {"accuracy", best->accuracy},
-                        {"restored_best_epoch", early_->best_epoch() + 1}};
+      report["eval"] = evaluation_summary(*evaluate());
+      report["eval"]["restored_best_epoch"] = early_->best_epoch() + 1;
     }
     report["data"]["train"] = train_->report();
     if (options_.trained_parameters && rank_ == 0) *options_.trained_parameters = program_->get_state(RAMJET_STATE_PARAMETERS);

@@ -1,5 +1,7 @@
 #include "ramjet/train/training_callbacks.hpp"
 
+#include "ramjet/train/metrics.hpp"
+
 #include <algorithm>
 
 namespace ramjet::core {
@@ -7,7 +9,7 @@ namespace ramjet::core {
 Monitor Monitor::of(const std::string& metric, double min_delta) {
   Monitor m;
   m.metric = metric;
-  m.maximize = metric.find("accuracy") != std::string::npos;
+  m.maximize = metric_is_maximized(metric);
   m.min_delta = min_delta;
   return m;
 }

@@ -1,4 +1,4 @@
-// `ramjet eval`: a checkpoint's accuracy and speed on the plan's eval pipeline, in float32 or as the int8 model
+// `ramjet eval`: a checkpoint's metrics and speed on the plan's eval pipeline, in float32 or as the int8 model
 // ramjet would export (calibrated and quantized as the export section says). Scoring is the trainer's own
 // evaluation path (train/evaluation.hpp).
 #pragma once
@@ -23,7 +23,9 @@ struct EvalOptions {
   std::string precision = "float32";                // float32 or int8 (calibrated as /export says)
   int64_t batch = 0;                                // 0: the eval pipeline's own
   int64_t threads = 0;                              // 0: train.threads or the backend's own
-  std::optional<std::filesystem::path> predictions;  // write top-1 classes as little-endian int32
+  // A folder for what the model predicted: predictions.npy, classes.npy for classifiers, a PNG per example for
+  // image outputs (prediction_files.hpp)
+  std::optional<std::filesystem::path> predictions;
   std::ostream* progress = nullptr;
 };
 
