@@ -105,6 +105,25 @@ TEST(ReportPage, OneSeriesPerRunPerCurveAndSpeedUpsFromSamplesPerSecond) {
   EXPECT_NE(twins.find("trained identically"), std::string::npos);
 }
 
+TEST(ReportPage, ARegressionsMetricsGetAChartEach) {
+  nlohmann::json regression = full_report(300.0);
+  for (auto& h : regression["train"]["history"]) {
+    h.erase("accuracy");
+    h.erase("val_accuracy");
+    h["val_psnr"] = 20.0 + h["epoch"].get<int>();
+    h["val_mae"] = 0.1 / h["epoch"].get<int>();
+  }
+  const RunReport read = run_report_from_json(regression, "regression.json");
+  ASSERT_EQ(read.history.size(), 3u);
+  EXPECT_EQ(read.history[2].val_metrics.at("psnr"), 23.0);
+  EXPECT_FALSE(read.history[2].val_accuracy.has_value());
+  const std::string page = render_report_page({{"unet", read}, {"classifier", run_report_from_json(full_report(250.0), "c.json")}});
+  for (const char* key : {"psnr/validation/0", "mae/validation/0"})
+    EXPECT_EQ(count_occurrences(page, std::string("data-series=\"") + key + "\""), 1u) << key;
+  EXPECT_NE(page.find("Validation psnr"), std::string::npos);
+  EXPECT_EQ(count_occurrences(page, "data-series=\"psnr/validation/1\""), 0u) << "the classifier has no PSNR: no curve";
+}
+
 TEST(ReportPage, ARunOfSeveralRanksShowsItsBucketsAndWhatBackwardHid) {
   nlohmann::json two = full_report(400.0);
   two["train"]["replicas"] = 2;

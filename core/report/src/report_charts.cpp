@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <set>
 
 namespace ramjet::core {
 namespace {
@@ -49,7 +50,27 @@ std::vector<LineChart> history_charts(const std::vector<LabelledRun>& runs) {
     lr.series.push_back(single_curve(runs[i], i, runs.size(), &EpochRecord::lr, "lr"));
     speed.series.push_back(single_curve(runs[i], i, runs.size(), &EpochRecord::samples_per_s, "samples_per_s"));
   }
-  return {loss, accuracy, lr, speed};
+  std::vector<LineChart> charts = {loss, accuracy};
+  // A chart for each other metric any run measured on its eval data (a regression's MAE, PSNR, SSIM, ...).
+  std::set<std::string> names;
+  for (const auto& r : runs)
+    for (const auto& e : r.run.history)
+      for (const auto& [name, value] : e.val_metrics) names.insert(name);
+  for (const auto& name : names) {
+    LineChart chart{"Validation " + name, "epoch", name, {}, true, false};
+    for (size_t i = 0; i < runs.size(); ++i) {
+      Series s = curve(runs[i], i, runs.size(), &EpochRecord::val_loss, name, true);
+      s.points.clear();
+      for (const auto& e : runs[i].run.history)
+        if (auto it = e.val_metrics.find(name); it != e.val_metrics.end())
+          s.points.push_back({static_cast<double>(e.epoch), it->second});
+      chart.series.push_back(std::move(s));
+    }
+    charts.push_back(std::move(chart));
+  }
+  charts.push_back(lr);
+  charts.push_back(speed);
+  return charts;
 }
 
 std::string breakdown_bar(const StepBreakdown& b, double axis_max) {

@@ -126,6 +126,10 @@ EpochRecord read_epoch(const ReportFields& f, const std::string& at) {
   e.val_accuracy = f.optional_number(at + "/val_accuracy");
   e.lr = f.optional_number(at + "/lr");
   e.samples_per_s = f.optional_number(at + "/samples_per_s");
+  if (const json* entry = f.find(at))
+    for (const auto& [key, value] : entry->items())
+      if (key.rfind("val_", 0) == 0 && key != "val_loss" && key != "val_accuracy" && key != "val_perplexity")
+        if (const auto v = f.optional_number(at + "/" + key)) e.val_metrics[key.substr(4)] = *v;
   return e;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@ struct EpochRecord {
   int64_t epoch = 0;
   std::optional<double> loss, accuracy, val_loss, val_accuracy;
   std::optional<double> lr, samples_per_s;
+  // The model's other metrics on the eval data (val_mae, val_psnr, ...), by name without "val_".
+  std::map<std::string, double> val_metrics;
 };
 
 // train.verdict.breakdown: where the training loop's wall time went.
