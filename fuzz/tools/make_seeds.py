@@ -19,6 +19,24 @@ def write(target, name, data):
         f.write(data if isinstance(data, bytes) else data.encode())
 
 
+# --- .npy -------------------------------------------------------------------------------------------------------
+def npy(descr, shape, payload, version=1, fortran="False"):
+    dims = f"({shape[0]},)" if len(shape) == 1 else "(" + ", ".join(str(d) for d in shape) + ")"
+    header = f"{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {dims}, }}"
+    preamble = 10 if version == 1 else 12
+    header += " " * ((-(preamble + len(header) + 1)) % 64) + "\n"
+    size = struct.pack("<H" if version == 1 else "<I", len(header))
+    return b"\x93NUMPY" + bytes([version, 0]) + size + header.encode() + payload
+
+
+def npy_seeds():
+    write("npy", "u8_3d.npy", npy("|u1", [2, 2, 3], bytes(range(12))))
+    write("npy", "i8_1d.npy", npy("<i8", [3], struct.pack("<3q", 1, -2, 3)))
+    write("npy", "f8_2d_v2.npy", npy("<f8", [2, 2], struct.pack("<4d", 0.5, 1.5, -2.0, 1e30), version=2))
+    write("npy", "f4_2d_v3.npy", npy("<f4", [1, 3], struct.pack("<3f", 1, 2, 3), version=3))
+    write("npy", "i4_empty.npy", npy("<i4", [0, 4], b""))
+
+
 # --- IDX --------------------------------------------------------------------------------------------------------
 def idx(code, dims, payload):
     return bytes([0, 0, code, len(dims)]) + b"".join(struct.pack(">I", d) for d in dims) + payload
@@ -294,6 +312,9 @@ def dictionaries():
         "png": ['"\\x89PNG\\x0d\\x0a\\x1a\\x0a"', '"IHDR"', '"PLTE"', '"IDAT"', '"IEND"', '"tRNS"', '"gAMA"',
                 '"sBIT"', '"iCCP"', '"zTXt"', '"tEXt"', '"iTXt"', '"pHYs"', '"acTL"', '"fcTL"', '"\\x00\\x00\\xff\\xff"',
                 '"\\x7f\\xff\\xff\\xff"'],
+        "npy": ['"\\x93NUMPY"', '"\'descr\'"', '"\'fortran_order\'"', '"\'shape\'"', '"True"', '"False"',
+                '"\'<f4\'"', '"\'<f8\'"', '"\'<i4\'"', '"\'<i8\'"', '"\'|u1\'"', '"\'>f4\'"', '"\'|O\'"',
+                '"(0,)"', '"18446744073709551615"', '"9223372036854775807"'],
         "jpeg": ['"\\xff\\xd8"', '"\\xff\\xd9"', '"\\xff\\xc0"', '"\\xff\\xc1"', '"\\xff\\xc2"',
                  '"\\xff\\xc4"', '"\\xff\\xcc"', '"\\xff\\xda"', '"\\xff\\xdb"', '"\\xff\\xdd"',
                  '"\\xff\\xe0"', '"\\xff\\xee"', '"\\xff\\xd0"', '"\\xff\\xfe"', '"Adobe"', '"JFIF\\x00"',
@@ -308,6 +329,7 @@ if __name__ == "__main__":
     plugin_manifest_seeds()
     dictionaries()
     idx_seeds()
+    npy_seeds()
     tfrecord_seeds()
     checkpoint_seeds()
     qgraph_seeds()

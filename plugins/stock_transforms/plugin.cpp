@@ -1,6 +1,10 @@
 // The stock transforms, one shared object.
+#include "blur.hpp"
 #include "brightness_contrast.hpp"
 #include "cast.hpp"
+#include "copy.hpp"
+#include "downscale.hpp"
+#include "noise.hpp"
 #include "normalize.hpp"
 #include "one_hot.hpp"
 #include "random_crop.hpp"
@@ -15,4 +19,8 @@ RAMJET_PLUGIN("stock_transforms", RAMJET_PLUGIN_VERSION,
               ramjet::transform<stock_transforms::RandomBrightness>("random_brightness"),
               ramjet::transform<stock_transforms::RandomContrast>("random_contrast"),
               ramjet::transform<stock_transforms::Resize>("resize"),
-              ramjet::transform<stock_transforms::OneHot>("one_hot"))
+              ramjet::transform<stock_transforms::OneHot>("one_hot"),
+              ramjet::transform<stock_transforms::Copy>("copy"),
+              ramjet::transform<stock_transforms::Blur>("blur"),
+              ramjet::transform<stock_transforms::Noise>("noise"),
+              ramjet::transform<stock_transforms::Downscale>("downscale"))

@@ -1,0 +1,37 @@
+// One named array read from .npy bytes — a memory-mapped .npy file or a member inflated from an .npz archive —
+// and the tensors of its examples. Only the header is judged when it is opened; the values are touched when an
+// example is asked for, so a large file costs no reading up front.
+#pragma once
+
+#include "file_bytes.hpp"
+#include "npy_format.hpp"
+
+#include <ramjet/sdk.hpp>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace stock_sources {
+
+struct NpyArray {
+  std::string name;  // for errors: the file, or "archive.npz:member.npy"
+  NpyHeader header;
+  const uint8_t* values = nullptr;    // the first example's first value
+  std::shared_ptr<const void> owner;  // keeps `values` alive (the mapping or the inflated bytes)
+
+  int64_t count() const { return header.shape[0]; }
+  std::vector<int64_t> example_shape() const { return {header.shape.begin() + 1, header.shape.end()}; }
+  // Example `index` as a tensor of header.output. int64 values outside int32 and finite float64 values beyond
+  // float32 are refused (CORRUPT_DATA, naming the file, the example and the byte), never wrapped or made inf.
+  ramjet::Tensor example(int64_t index) const;
+};
+
+// Maps a .npy file and judges its header and length (exactly data_offset + data_bytes bytes). Throws
+// ramjet::Error: IO when it cannot be opened, CORRUPT_DATA naming the file and the byte otherwise.
+NpyArray map_npy(const std::filesystem::path& path);
+
+// The same judgement over bytes held in memory (an .npz member); `bytes` becomes the array's owner.
+NpyArray npy_from_bytes(Bytes bytes, const std::string& name);
+
+}  // namespace stock_sources
