@@ -151,3 +151,25 @@ TEST(KerasEquivalence, TheOtherSequenceLayersGiveKerasOutputs) {
   const auto [ours, theirs] = both_logits(model, 2, 0);
   expect_close(ours, theirs);
 }
+
+TEST(KerasEquivalence, UpsamplingLayersGiveKerasOutputs) {
+  // Conv2DTranspose ("same" with output_padding, a kernel smaller than its stride, "valid"), UpSampling2D (bilinear
+  // and nearest) and Resizing (bilinear down by about 3, nearest): ramjet's rules and Keras's must agree on every
+  // size and every sampled pixel.
+  if (auto why = keras_missing()) GTEST_SKIP() << *why;
+  const json model = {
+      {"input", {{"x", {5, 6, 3}}}},
+      {"layers",
+       {{{"type", "conv2d_transpose"}, {"name", "t1"}, {"filters", 4}, {"kernel", 3}, {"strides", 2},
+         {"padding", "same"}, {"output_padding", {1, 0}}, {"activation", "tanh"}},                     // [10, 11, 4]
+        {{"type", "upsampling2d"}, {"name", "u1"}, {"interpolation", "bilinear"}},                    // [20, 22, 4]
+        {{"type", "resize"}, {"name", "r1"}, {"height", 7}, {"width", 9}},                            // [7, 9, 4]
+        {{"type", "conv2d_transpose"}, {"name", "t2"}, {"filters", 3}, {"kernel", {1, 2}}, {"strides", 3},
+         {"use_bias", false}},                                                                         // [21, 27, 3]
+        {{"type", "upsampling2d"}, {"name", "u2"}, {"size", {1, 2}}},                                 // [21, 54, 3]
+        {{"type", "resize"}, {"name", "r2"}, {"height", 8}, {"width", 13}, {"interpolation", "nearest"}},
+        {{"type", "conv2d_transpose"}, {"name", "t3"}, {"filters", 2}, {"kernel", 3}}}},             // [10, 15, 2]
+      {"loss", {{"type", "mse"}}}};
+  const auto [ours, theirs] = both_logits(model, 2, 0);
+  expect_close(ours, theirs);
+}

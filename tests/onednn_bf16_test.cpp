@@ -216,6 +216,19 @@ std::vector<Bf16Case> cases() {
                    .conv("b", "r", 4, {6, 6, 2}, {{"filters", 2}, {"kernel", {3, 3}}})
                    .regression("b", "mse"),
                {4, 4, 8}, 0, {6, 6, 2}});
+  {
+    // The layers that make images larger (a U-Net decoder's), built by the core as a run builds them.
+    const json model = {
+        {"input", {{"x", {4, 5, 8}}}},
+        {"layers",
+         {{{"type", "conv2d_transpose"}, {"filters", 16}, {"kernel", 3}, {"strides", 2}, {"padding", "same"},
+           {"activation", "relu"}},
+          {{"type", "upsampling2d"}, {"interpolation", "bilinear"}},
+          {{"type", "resize"}, {"height", 7}, {"width", 9}, {"interpolation", "nearest"}},
+          {{"type", "conv2d_transpose"}, {"filters", 3}, {"kernel", 2}, {"strides", 2}, {"activation", "tanh"}}}},
+        {"loss", {{"type", "mse"}}}};
+    c.push_back({"upsampling_layers", build_graph(model, Origin{"test.json"}).ir, {}, 0, {}, 1});
+  }
   return c;
 }
 

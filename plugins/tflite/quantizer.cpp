@@ -20,7 +20,7 @@ ramjet::Fields calibration_fields() {
 
 bool pass_through(const std::string& op) {
   return op == "max_pool" || op == "avg_pool" || op == "global_avg_pool" || op == "global_max_pool" ||
-         op == "flatten" || op == "reshape";
+         op == "flatten" || op == "reshape" || op == "resize";  // TFLite's resizes keep their input's parameters
 }
 
 bool fusable_activation(const std::string& a) { return a == "linear" || a == "relu" || a == "relu6"; }
@@ -29,12 +29,12 @@ bool fusable_activation(const std::string& a) { return a == "linear" || a == "re
 void check_int8_form(const json& node) {
   const std::string op = node.at("op");
   const std::string act = activation_of(node);
-  const bool ok = ((op == "conv2d" || op == "dense" || op == "add") && fusable_activation(act)) ||
+  const bool ok = ((op == "conv2d" || op == "dense" || op == "add" || op == "conv2d_transpose") && fusable_activation(act)) ||
                   (op == "activation" && (act == "relu" || act == "relu6")) || op == "softmax" || op == "concat" ||
                   pass_through(op);
   if (ok) return;
   std::string what = describe(node);
-  if (op == "conv2d" || op == "dense" || op == "add" || op == "activation")
+  if (op == "conv2d" || op == "dense" || op == "add" || op == "activation" || op == "conv2d_transpose")
     what = "layer '" + node.at("name").get<std::string>() + "' (op " + op + ", activation " + act + ")";
   throw ramjet::Error(RAMJET_ERR_UNSUPPORTED, "int8 quantizer: " + what + " has no int8 form");
 }
@@ -113,7 +113,9 @@ json Int8Quantizer::quantize(const json& graph, ramjet::Example& params, ramjet:
   }
   for (auto& node : qgraph.at("nodes")) {
     const std::string name = node.at("name"), op = node.at("op");
-    const bool weighted = op == "conv2d" || op == "dense";
+    // A conv2d_transpose's kernel is int8 with one scale in full integer (its output channels are not the innermost
+    // axis of [kh, kw, filters, in]); dynamic range leaves it float32, for TFLite's float TRANSPOSE_CONV.
+    const bool weighted = op == "conv2d" || op == "dense" || (op == "conv2d_transpose" && full_integer_);
     if (full_integer_) {
       check_int8_form(node);
       if (pass_through(op)) out.tensors[name] = out.tensors.at(node.at("inputs")[0].get<std::string>());
@@ -127,7 +129,7 @@ json Int8Quantizer::quantize(const json& graph, ramjet::Example& params, ramjet:
     put_kernel(out, out_params, node, kernel, kernel_name, qw);
     if (!full_integer_) continue;
     // TFLite's int8 conv/dense kernels want a bias: a node without one gets zeros.
-    const int64_t channels = kernel.shape.back();
+    const int64_t channels = op == "conv2d_transpose" ? kernel.shape.at(2) : kernel.shape.back();
     if (!node.contains("params") || !node["params"].contains("bias")) {
       const std::string bias_name = name + "/bias";
       node["params"]["bias"] = bias_name;

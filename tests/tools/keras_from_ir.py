@@ -8,6 +8,7 @@ DIR/case.json: {"ir": <graph IR>, "params": {name: {"file", "shape"}}, "inputs":
 model's first output as raw float32 to DIR/FILE. Run with the venv's python (needs TensorFlow / Keras 3).
 """
 import argparse
+import itertools
 import json
 import os
 
@@ -56,6 +57,29 @@ def activation(name, attrs):
 def fused(name):
     # A fused activation as a Keras activation function (gelu: the exact, erf form, as ramjet computes it).
     return {"gelu": lambda x: keras.activations.gelu(x, approximate=False)}.get(name, name)
+
+
+def transpose_padding(a, in_hw, out_hw):
+    """Keras Conv2DTranspose's padding and output_padding that give the IR's output size and [top, bottom, left,
+    right] padding (as ramjet's rule derives them from Keras's)."""
+    k, s = a["kernel"], a["strides"]
+    choices = [None] + list(itertools.product(range(s[0]), range(s[1])))
+    for padding in ("valid", "same"):
+        for extra in choices:
+            out, pads = [], []
+            for i in range(2):
+                same_pad = k[i] // 2 if padding == "same" else 0
+                if extra is not None:
+                    o = (in_hw[i] - 1) * s[i] + k[i] - 2 * same_pad + extra[i]
+                else:
+                    o = in_hw[i] * s[i] + max(k[i] - s[i], 0) if padding == "valid" else in_hw[i] * s[i]
+                full = (in_hw[i] - 1) * s[i] + k[i]
+                before = max(full - o, 0) // 2 if padding == "same" else 0
+                out.append(o)
+                pads += [before, full - before - o]
+            if out == list(out_hw) and pads == a["padding"]:
+                return padding, extra
+    raise SystemExit(f"keras_from_ir.py: no Keras Conv2DTranspose gives padding {a['padding']}")
 
 
 def build(ir):
@@ -138,6 +162,18 @@ def build(ir):
             cls = {("global_avg_pool", 2): layers.GlobalAveragePooling1D, ("global_avg_pool", 3): layers.GlobalAveragePooling2D,
                    ("global_max_pool", 2): layers.GlobalMaxPooling1D, ("global_max_pool", 3): layers.GlobalMaxPooling2D}
             out = cls[(op, rank)](name=name)(x[0])
+        elif op == "conv2d_transpose":
+            padding, extra = transpose_padding(a, x[0].shape[1:3], node["shape"][:2])
+            layer = layers.Conv2DTranspose(a["filters"], a["kernel"], strides=a["strides"], padding=padding,
+                                           output_padding=extra, activation=fused(a.get("activation", "linear")),
+                                           use_bias=a.get("use_bias", True), name=name)
+            out = layer(x[0])
+            weights[name] = [p["kernel"]] + ([p["bias"]] if "bias" in p else [])
+        elif op == "resize":  # UpSampling2D when the layer was one (it kept its size), else Resizing
+            if "size" in a:
+                out = layers.UpSampling2D(tuple(a["size"]), interpolation=a["interpolation"], name=name)(x[0])
+            else:
+                out = layers.Resizing(a["height"], a["width"], interpolation=a["interpolation"], name=name)(x[0])
         elif op == "flatten":
             out = layers.Flatten(name=name)(x[0])
         elif op == "reshape":

@@ -1,6 +1,12 @@
 // The layers of convolutional image models: conv2d, depthwise_conv2d, max_pool, avg_pool, the global pools,
-// batch_norm, flatten. Shapes are per example and channels-last ([H, W, C]); kernels are Keras's HWIO.
+// batch_norm, flatten; and those that make images larger (U-Nets, autoencoders, super-resolution):
+// conv2d_transpose, upsampling2d and resize. Shapes are per example and channels-last ([H, W, C]); kernels are
+// Keras's HWIO (conv2d_transpose's HWOI, as Keras's Conv2DTranspose).
 #include "layer_site.hpp"
+
+#include <ramjet/sdk/fields.hpp>
+
+#include <algorithm>
 
 namespace ramjet::core::model_rules {
 
@@ -87,6 +93,90 @@ void batch_norm(LayerSite& site) {
 
 void flatten(LayerSite& site) { site.out = {product(site.single())}; }
 
+
+// Keras Conv2DTranspose. The IR keeps what the convolution it transposes would have padded, [top, bottom, left,
+// right]: the output is (in - 1) * stride + kernel - top - bottom, so bottom / right go negative (never below
+// -stride) where Keras's output has rows no input reaches (kernel < stride, or output_padding). The kernel is
+// Keras's [kh, kw, filters, in_channels].
+std::vector<int64_t> output_padding(LayerSite& site, const std::vector<int64_t>& strides) {
+  if (!site.has("output_padding") || site.layer()["output_padding"].is_null()) return {};
+  const json& v = site.layer()["output_padding"];
+  std::vector<int64_t> p;
+  if (v.is_number_integer()) p = {v.get<int64_t>(), v.get<int64_t>()};
+  else if (v.is_array() && v.size() == 2 && v[0].is_number_integer() && v[1].is_number_integer())
+    p = v.get<std::vector<int64_t>>();
+  else site.fail_at("output_padding", "must be an integer or [height, width], got " + quote_value(v));
+  for (size_t i = 0; i < 2; ++i)
+    if (p[i] < 0 || p[i] >= strides[i])
+      site.fail_at("output_padding", "must be at least 0 and smaller than the stride (" +
+                                         std::to_string(strides[i]) + "), got " + quote_value(v));
+  return p;
+}
+
+void conv2d_transpose(LayerSite& site) {
+  const Shape& in = site.single();
+  if (in.size() != 3) site.fail("conv2d_transpose needs an [H, W, C] input, got " + shape_text(in));
+  const int64_t filters = site.positive("filters");
+  const auto k = site.pair("kernel", 0);
+  if (k[0] == 0) site.fail_at("kernel", "required field is missing");
+  const auto s = site.pair("strides", 1);
+  const std::string padding = site.padding();
+  const auto extra = output_padding(site, s);
+  Shape out = {0, 0, filters};
+  std::vector<int64_t> pad;  // top, bottom, left, right
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t same_pad = padding == "same" ? k[i] / 2 : 0;
+    out[i] = !extra.empty()        ? (in[i] - 1) * s[i] + k[i] - 2 * same_pad + extra[i]
+             : padding == "valid" ? in[i] * s[i] + std::max<int64_t>(k[i] - s[i], 0)
+                                  : in[i] * s[i];
+    const int64_t full = (in[i] - 1) * s[i] + k[i];
+    const int64_t before = padding == "same" ? std::max<int64_t>(full - out[i], 0) / 2 : 0;
+    pad.insert(pad.end(), {before, full - before - out[i]});
+  }
+  if (out[0] > kMaxDimension || out[1] > kMaxDimension || product(out) > kMaxElementsPerExample)
+    site.fail("the output " + shape_text(out) + " is too large");
+  site.out = out;
+  const bool bias = site.flag("use_bias", true);
+  site.attrs = {{"filters", filters}, {"kernel", k},      {"strides", s},
+                {"padding", pad},     {"use_bias", bias}, {"activation", site.activation()}};
+  // Keras's fans for this kernel layout: in = kh * kw * filters, out = kh * kw * in_channels.
+  site.kernel_and_bias({k[0], k[1], filters, in[2]}, k[0] * k[1] * filters, k[0] * k[1] * in[2], {filters}, bias);
+}
+
+std::string interpolation(LayerSite& site, const char* fallback) {
+  if (!site.has("interpolation")) return fallback;
+  const json& v = site.layer()["interpolation"];
+  if (!v.is_string() || (v != "nearest" && v != "bilinear"))
+    site.fail_at("interpolation", "must be \"nearest\" or \"bilinear\", got " + quote_value(v));
+  return v.get<std::string>();
+}
+
+// upsampling2d (Keras UpSampling2D) and resize (Keras Resizing) are one IR op, "resize", to an output size; bilinear
+// samples at half-pixel centres as tf.image.resize does. An upsampling keeps its `size` for tools that map back to
+// Keras.
+void resize_to(LayerSite& site, int64_t height, int64_t width, const std::string& how) {
+  const Shape& in = site.input(0);
+  site.out = {height, width, in[2]};
+  if (height > kMaxDimension || width > kMaxDimension || product(site.out) > kMaxElementsPerExample)
+    site.fail("the output " + shape_text(site.out) + " is too large");
+  site.op = "resize";
+  site.attrs = {{"height", height}, {"width", width}, {"interpolation", how}};
+}
+
+void upsampling2d(LayerSite& site) {
+  const Shape& in = site.single();
+  if (in.size() != 3) site.fail("upsampling2d needs an [H, W, C] input, got " + shape_text(in));
+  const auto size = site.pair("size", 2);
+  resize_to(site, in[0] * size[0], in[1] * size[1], interpolation(site, "nearest"));
+  site.attrs["size"] = size;
+}
+
+void resize(LayerSite& site) {
+  const Shape& in = site.single();
+  if (in.size() != 3) site.fail("resize needs an [H, W, C] input, got " + shape_text(in));
+  resize_to(site, site.positive("height"), site.positive("width"), interpolation(site, "bilinear"));
+}
+
 }  // namespace
 
 void add_image_layers(std::map<std::string, LayerRule>& rules) {
@@ -104,6 +194,10 @@ void add_image_layers(std::map<std::string, LayerRule>& rules) {
   rules["global_max_pool"] = {global_pool, {}};
   rules["batch_norm"] = {batch_norm, {"momentum", "epsilon"}};
   rules["flatten"] = {flatten, {}};
+  rules["conv2d_transpose"] = {conv2d_transpose, {"filters", "kernel", "strides", "padding", "output_padding", "use_bias",
+                                                  "activation", "kernel_initializer", "bias_initializer"}};
+  rules["upsampling2d"] = {upsampling2d, {"size", "interpolation"}};
+  rules["resize"] = {resize, {"height", "width", "interpolation"}};
 }
 
 }  // namespace ramjet::core::model_rules

@@ -30,6 +30,8 @@ constexpr std::pair<std::string_view, LayerFactory> kLayers[] = {
     {"transpose", &make_transpose},
     {"matmul", &make_matmul},
     {"multi_head_attention", &make_multi_head_attention},
+    {"conv2d_transpose", &make_conv2d_transpose},
+    {"resize", &make_resize},
 };
 
 }  // namespace

@@ -38,5 +38,7 @@ std::unique_ptr<Layer> make_subtract(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_transpose(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_matmul(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_multi_head_attention(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_conv2d_transpose(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_resize(const NodeSpec&, LayerBuilder&);
 
 }  // namespace onednn

@@ -47,6 +47,8 @@ void ModelWriter::add_known_node(const json& node) {
   else if (op == "add") add(node);
   else if (op == "concat") concat(node);
   else if (op == "activation") activation(node);
+  else if (op == "conv2d_transpose") conv2d_transpose(node);
+  else if (op == "resize") resize(node);
   else fail(describe(node) + (float_activations_ ? " has no TFLite form here" : " has no TFLite int8 form"));
 }
 

@@ -8,6 +8,7 @@
 //   ops_pool.cpp         MAX_POOL_2D, AVERAGE_POOL_2D, global pools
 //   ops_shape.cpp        RESHAPE (flatten, reshape), CONCATENATION
 //   ops_elementwise.cpp  ADD, SOFTMAX, RELU, RELU6
+//   ops_upsampling.cpp   TRANSPOSE_CONV, RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR
 #pragma once
 
 #include "qgraph.hpp"
@@ -78,6 +79,8 @@ class ModelWriter {
   void add(const json& node);
   void softmax(const json& node);
   void activation(const json& node);
+  void conv2d_transpose(const json& node);  // ops_upsampling.cpp
+  void resize(const json& node);
 
   const json& graph_;
   ramjet::Example& params_;

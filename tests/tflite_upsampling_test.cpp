@@ -1,0 +1,238 @@
+// The layers that make images larger in the int8 .tflite: conv2d_transpose as TRANSPOSE_CONV, resize (and
+// upsampling2d) as RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR. A small decoder is calibrated on ramjet's own float
+// activations, quantized, exported, and LiteRT's outputs for it must agree with ramjet's float outputs within what
+// int8 rounding allows.
+#include "ramjet/model/graph.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/host_api.hpp"
+#include "onednn_harness.hpp"
+#include "onednn_models.hpp"
+#include "quantizer_calls.hpp"
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <optional>
+#include <random>
+
+using namespace ramjet::core;
+using namespace ramjet::test::cpu_backend;
+namespace fs = std::filesystem;
+
+namespace {
+
+class Int8Plugin {
+ public:
+  explicit Int8Plugin(const json& quantizer_config) {
+    CreateArgs args;
+    args.where = "test.json#/export";
+    exporter_.emplace(registry_.component(RAMJET_KIND_EXPORTER, "tflite"), args);
+    args.config = quantizer_config;
+    quantizer_.emplace(registry_.component(RAMJET_KIND_QUANTIZER, "int8"), args);
+  }
+  Status observe(const std::string& name, const std::vector<float>& values) {
+    return ramjet::test::observe(*quantizer_, name, values);
+  }
+  Status quantize(const json& graph, Example& params, json& qgraph, Example& qparams) {
+    return ramjet::test::quantize(*quantizer_, graph, params, qgraph, qparams);
+  }
+  Status export_model(const json& qgraph, Example& params, const fs::path& path) {
+    const std::string text = qgraph.dump(), p = path.string();
+    return call([&](ramjet_error* e) {
+      return exporter_->table().export_model(exporter_->self(), text.c_str(), &params, p.c_str(), e);
+    });
+  }
+
+ private:
+  PluginRegistry registry_{DiscoveryOptions{{ramjet::test::stock_plugin_dir()}, {}, {}}};
+  std::optional<Instance<ramjet_exporter_vtable>> exporter_;
+  std::optional<ramjet::test::QuantizerInstance> quantizer_;
+};
+
+// Runs the model in LiteRT on float32 `input` (one example, raw file) and returns {"ops": [...], "output": [...]};
+// nullopt when LiteRT is not installed.
+std::optional<json> run_litert(const fs::path& model, const std::vector<float>& input, const ramjet::test::TempDir& tmp) {
+  const fs::path python = ramjet::test::venv_python();
+  if (!fs::exists(python) ||
+      ramjet::test::run(ramjet::test::quote(python.string()) + " -c 'import ai_edge_litert.interpreter'").exit_code != 0)
+    return std::nullopt;
+  {
+    std::ofstream raw(tmp / "x.bin", std::ios::binary);
+    raw.write(reinterpret_cast<const char*>(input.data()), static_cast<std::streamsize>(input.size() * sizeof(float)));
+  }
+  ramjet::test::write_file(tmp / "run.py", R"(import json, sys
+import numpy as np
+from ai_edge_litert.interpreter import Interpreter
+it = Interpreter(model_path=sys.argv[1])
+it.allocate_tensors()
+inp, out = it.get_input_details()[0], it.get_output_details()[0]
+it.set_tensor(inp["index"], np.fromfile(sys.argv[2], dtype=np.float32).reshape(inp["shape"]))
+it.invoke()
+ops = [op["op_name"] for op in it._get_ops_details() if op["op_name"] != "DELEGATE"]
+print("RESULT " + json.dumps({"ops": ops, "output": [float(v) for v in it.get_tensor(out["index"]).flatten()]}))
+)");
+  const auto r = ramjet::test::run(ramjet::test::quote(python.string()) + " " +
+                                   ramjet::test::quote((tmp / "run.py").string()) + " " +
+                                   ramjet::test::quote(model.string()) + " " +
+                                   ramjet::test::quote((tmp / "x.bin").string()) + " 2>&1");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  const auto at = r.output.find("RESULT ");
+  if (at == std::string::npos) {
+    ADD_FAILURE() << "LiteRT printed no result:\n" << r.output;
+    return json::object();
+  }
+  return json::parse(r.output.substr(at + 7));
+}
+
+}  // namespace
+
+TEST(TfliteUpsampling, LiteRtRunsTransposeConvAndResizesCloseToRamjetsFloatOutputs) {
+  // x [4, 5, 3] → conv2d_transpose 3×3/2 "same" relu → upsampling2d bilinear → resize 7×9 nearest →
+  // conv2d_transpose 2×2/2 "valid" → [14, 18, 2].
+  const json model = {
+      {"input", {{"x", {4, 5, 3}}}},
+      {"layers",
+       {{{"type", "conv2d_transpose"}, {"name", "t1"}, {"filters", 6}, {"kernel", 3}, {"strides", 2},
+         {"padding", "same"}, {"activation", "relu"}},
+        {{"type", "upsampling2d"}, {"name", "u"}, {"interpolation", "bilinear"}},
+        {{"type", "resize"}, {"name", "r"}, {"height", 7}, {"width", 9}, {"interpolation", "nearest"}},
+        {{"type", "conv2d_transpose"}, {"name", "t2"}, {"filters", 2}, {"kernel", 2}, {"strides", 2}}}},
+      {"loss", {{"type", "mse"}}}};
+  json ir = build_graph(model, Origin{"test.json"}).ir;
+  ir.erase("loss");
+  ir.erase("labels");
+  json every = ir;
+  every["outputs"] = json::array();
+  for (const auto& n : ir["nodes"]) every["outputs"].push_back(n["name"]);
+
+  // ramjet's float activations of a calibration batch, every node's, and the float reference.
+  const int64_t batch = 16;
+  Example params = random_params(ir, 3, 0.4f);
+  Harness h;
+  Status s = h.compile(every, {{"batch", batch}});
+  ASSERT_TRUE(s.ok()) << s.message;
+  ASSERT_TRUE(h.set_state("parameters", params).ok());
+  std::mt19937 rng(21);
+  const std::vector<float> x = uniform(static_cast<size_t>(batch * 4 * 5 * 3), rng);
+  Example in, out;
+  put(in, "x", {batch, 4, 5, 3}, x);
+  s = h.forward(in, out, false);
+  ASSERT_TRUE(s.ok()) << s.message;
+
+  Int8Plugin plugin({{"input_type", "float32"}, {"output_type", "float32"}});
+  ASSERT_TRUE(plugin.observe("x", x).ok());
+  for (const auto& n : ir["nodes"]) ASSERT_TRUE(plugin.observe(n["name"], values(out, n["name"])).ok());
+  json qgraph;
+  Example qparams;
+  s = plugin.quantize(ir, params, qgraph, qparams);
+  ASSERT_TRUE(s.ok()) << s.message;
+  ramjet::test::TempDir tmp;
+  const fs::path file = tmp / "decoder.tflite";
+  s = plugin.export_model(qgraph, qparams, file);
+  ASSERT_TRUE(s.ok()) << s.message;
+  const std::vector<float> want_all = values(out, "t2");
+  const size_t per_example = want_all.size() / static_cast<size_t>(batch);
+  const float out_scale = qgraph["quantization"]["tensors"]["t2"]["scale"][0].get<float>();
+  for (int64_t example : {0, 5}) {
+    const std::vector<float> one(x.begin() + example * 60, x.begin() + (example + 1) * 60);
+    const auto result = run_litert(file, one, tmp);
+    if (!result) GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << ramjet::test::venv_python();
+    EXPECT_EQ((*result)["ops"], (json{"QUANTIZE", "TRANSPOSE_CONV", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR",
+                                       "TRANSPOSE_CONV", "DEQUANTIZE"}));
+    const auto got = (*result)["output"].get<std::vector<float>>();
+    ASSERT_EQ(got.size(), per_example);
+    // Each of the five quantized tensors on the way rounds by half a step; the per-tensor kernels add a little.
+    // A wrong layout, padding or sampling would be off by whole activations (the outputs span ~100 steps).
+    double worst = 0, sum = 0, range = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      const double want = want_all[static_cast<size_t>(example) * per_example + i];
+      worst = std::max(worst, std::fabs(got[i] - want));
+      sum += std::fabs(got[i] - want);
+      range = std::max(range, std::fabs(want));
+    }
+    EXPECT_GT(range, 20 * out_scale) << "outputs too small to prove anything";
+    EXPECT_LT(worst, 6 * out_scale) << "example " << example;
+    EXPECT_LT(sum / static_cast<double>(got.size()), 1.5 * out_scale) << "example " << example;
+  }
+}
+
+TEST(TfliteUpsampling, BilinearSamplingAtHalfPixelCentresIsWhatTheFileSays) {
+  // The exporter writes half_pixel_centers (the IR's and tf.image.resize's sampling), never align_corners, and a
+  // conv2d_transpose whose padding no TFLite option reproduces is refused naming the layer.
+  const json model = {{"input", {{"x", {3, 3, 2}}}},
+                      {"layers",
+                       {{{"type", "resize"}, {"name", "r"}, {"height", 5}, {"width", 4}},
+                        {{"type", "conv2d_transpose"}, {"name", "t"}, {"filters", 2}, {"kernel", 3}, {"strides", 2}}}},
+                      {"loss", {{"type", "mse"}}}};
+  json ir = build_graph(model, Origin{"test.json"}).ir;
+  ir.erase("loss");
+  ir.erase("labels");
+  Example params = random_params(ir, 4, 0.4f);
+  Int8Plugin plugin({{"input_type", "float32"}, {"output_type", "float32"}});
+  for (const char* t : {"x", "r", "t"}) ASSERT_TRUE(plugin.observe(t, {-1.0f, 1.0f}).ok());
+  json qgraph;
+  Example qparams;
+  ASSERT_TRUE(plugin.quantize(ir, params, qgraph, qparams).ok());
+  ramjet::test::TempDir tmp;
+  json odd = qgraph;
+  odd["nodes"][1]["attrs"]["padding"] = {1, -1, 0, 0};  // starts one row in: neither SAME nor VALID
+  const Status refused = plugin.export_model(odd, qparams, tmp / "odd.tflite");
+  EXPECT_EQ(refused.code, RAMJET_ERR_UNSUPPORTED);
+  EXPECT_NE(refused.message.find("'t'"), std::string::npos) << refused.message;
+  EXPECT_NE(refused.message.find("TRANSPOSE_CONV"), std::string::npos) << refused.message;
+  EXPECT_FALSE(fs::exists(tmp / "odd.tflite"));
+
+  const fs::path file = tmp / "r.tflite";
+  ASSERT_TRUE(plugin.export_model(qgraph, qparams, file).ok());
+  const auto r = ramjet::test::run(std::string(RAMJET_TEST_FLATC) + " --json --strict-json --raw-binary -o " +
+                                   ramjet::test::quote(tmp.path().string()) + " " +
+                                   ramjet::test::quote((ramjet::test::source_dir() / "third_party/tflite/schema.fbs").string()) +
+                                   " -- " + ramjet::test::quote(file.string()) + " 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const json decoded = json::parse(ramjet::test::read_file(tmp / "r.json"));
+  bool found = false;
+  for (const auto& op : decoded["subgraphs"][0]["operators"])
+    if (op.value("builtin_options_type", std::string()) == "ResizeBilinearOptions") {
+      found = true;
+      EXPECT_EQ(op["builtin_options"].value("half_pixel_centers", false), true);
+      EXPECT_EQ(op["builtin_options"].value("align_corners", false), false);
+    }
+  EXPECT_TRUE(found) << decoded["subgraphs"][0]["operators"].dump();
+}
+
+TEST(TfliteUpsampling, DynamicRangeKeepsTheTransposeConvFloatAndMatchesRamjet) {
+  // Dynamic range quantizes only conv2d/dense kernels: TRANSPOSE_CONV and the resizes stay float32 ops, so LiteRT
+  // must give ramjet's float outputs up to float rounding.
+  const json model = {{"input", {{"x", {3, 4, 2}}}},
+                      {"layers",
+                       {{{"type", "conv2d_transpose"}, {"name", "t"}, {"filters", 3}, {"kernel", 3}, {"strides", 2},
+                         {"padding", "same"}, {"output_padding", 1}, {"activation", "relu"}},
+                        {{"type", "resize"}, {"name", "r"}, {"height", 5}, {"width", 11}}}},
+                      {"loss", {{"type", "mse"}}}};
+  json ir = build_graph(model, Origin{"test.json"}).ir;
+  ir.erase("loss");
+  ir.erase("labels");
+  Example params = random_params(ir, 8, 0.5f);
+  Harness h;
+  ASSERT_TRUE(h.compile(ir, {{"batch", 1}}).ok());
+  ASSERT_TRUE(h.set_state("parameters", params).ok());
+  std::mt19937 rng(2);
+  const std::vector<float> x = uniform(24, rng);
+  Example in, out;
+  put(in, "x", {1, 3, 4, 2}, x);
+  ASSERT_TRUE(h.forward(in, out, false).ok());
+  Int8Plugin plugin(json{{"mode", "dynamic_range"}});
+  json qgraph;
+  Example qparams;
+  Status s = plugin.quantize(ir, params, qgraph, qparams);
+  ASSERT_TRUE(s.ok()) << s.message;
+  ramjet::test::TempDir tmp;
+  s = plugin.export_model(qgraph, qparams, tmp / "dynamic.tflite");
+  ASSERT_TRUE(s.ok()) << s.message;
+  const auto result = run_litert(tmp / "dynamic.tflite", x, tmp);
+  if (!result) GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << ramjet::test::venv_python();
+  EXPECT_EQ((*result)["ops"], (json{"TRANSPOSE_CONV", "RESIZE_BILINEAR"}));
+  expect_near_all((*result)["output"].get<std::vector<float>>(), values(out, "r"), 1e-5, "dynamic range");
+}
