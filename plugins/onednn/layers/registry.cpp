@@ -30,6 +30,9 @@ constexpr std::pair<std::string_view, LayerFactory> kLayers[] = {
     {"transpose", &make_transpose},
     {"matmul", &make_matmul},
     {"multi_head_attention", &make_multi_head_attention},
+    {"zero_padding2d", &make_zero_padding2d},
+    {"cropping2d", &make_cropping2d},
+    {"depth_to_space", &make_depth_to_space},
 };
 
 }  // namespace
