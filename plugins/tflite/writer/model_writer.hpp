@@ -8,6 +8,7 @@
 //   ops_pool.cpp         MAX_POOL_2D, AVERAGE_POOL_2D, global pools
 //   ops_shape.cpp        RESHAPE (flatten, reshape), CONCATENATION
 //   ops_elementwise.cpp  ADD, SOFTMAX, RELU, RELU6
+//   ops_image_shape.cpp  PAD (zero_padding2d), SLICE (cropping2d), DEPTH_TO_SPACE
 #pragma once
 
 #include "qgraph.hpp"
@@ -78,6 +79,9 @@ class ModelWriter {
   void add(const json& node);
   void softmax(const json& node);
   void activation(const json& node);
+  void zero_padding2d(const json& node);
+  void cropping2d(const json& node);
+  void depth_to_space(const json& node);
 
   const json& graph_;
   ramjet::Example& params_;
