@@ -180,3 +180,90 @@ TEST_F(GraphTest, InitialParametersAreSeededAndFollowKerasInitializers) {
   for (float v : hv) s2 += static_cast<double>(v) * v;
   EXPECT_NEAR(s2 / static_cast<double>(hv.size()), 2.0 / 1600, 0.1 * 2.0 / 1600);
 }
+
+TEST_F(GraphTest, ZeroPaddingCroppingAndDepthToSpaceFollowKeras) {
+  Graph g = build({{"input", {{"x", {6, 5, 8}}}},
+                   {"layers",
+                    {{{"type", "zero_padding2d"}, {"name", "p1"}, {"inputs", "x"}},  // Keras's default: one of each
+                     {{"type", "zero_padding2d"}, {"name", "p2"}, {"inputs", "x"}, {"padding", {2, 0}}},
+                     {{"type", "zero_padding2d"}, {"name", "p3"}, {"inputs", "x"}, {"padding", {{1, 2}, {0, 3}}}},
+                     {{"type", "cropping2d"}, {"name", "c1"}, {"inputs", "x"}, {"cropping", 1}},
+                     {{"type", "cropping2d"}, {"name", "c2"}, {"inputs", "x"}, {"cropping", {{0, 2}, {1, 3}}}},
+                     {{"type", "depth_to_space"}, {"name", "d"}, {"inputs", "x"}, {"block_size", 2}}}}});
+  EXPECT_EQ(shape_of(g, "p1"), (std::vector<int64_t>{8, 7, 8}));
+  EXPECT_EQ(node(g, "p1")["attrs"]["padding"], (nlohmann::json{1, 1, 1, 1}));
+  EXPECT_EQ(shape_of(g, "p2"), (std::vector<int64_t>{10, 5, 8}));
+  EXPECT_EQ(node(g, "p2")["attrs"]["padding"], (nlohmann::json{2, 2, 0, 0}));
+  EXPECT_EQ(shape_of(g, "p3"), (std::vector<int64_t>{9, 8, 8}));
+  EXPECT_EQ(node(g, "p3")["attrs"]["padding"], (nlohmann::json{1, 2, 0, 3}));
+  EXPECT_EQ(shape_of(g, "c1"), (std::vector<int64_t>{4, 3, 8}));
+  EXPECT_EQ(shape_of(g, "c2"), (std::vector<int64_t>{4, 1, 8}));
+  EXPECT_EQ(node(g, "c2")["attrs"]["cropping"], (nlohmann::json{0, 2, 1, 3}));
+  EXPECT_EQ(shape_of(g, "d"), (std::vector<int64_t>{12, 10, 2}));
+  EXPECT_EQ(node(g, "d")["attrs"]["block_size"], 2);
+  EXPECT_EQ(g.parameter_count, 0);
+}
+
+TEST_F(GraphTest, ShapeLayersRefuseWrongRanksAndFields) {
+  auto one = [](nlohmann::json layer, std::vector<int64_t> input = {6, 5, 8}) {
+    return nlohmann::json{{"input", {{"x", input}}}, {"layers", {layer}}};
+  };
+  EXPECT_EQ(error(one({{"type", "zero_padding2d"}}, {10, 8})),
+            "/model/layers/0: zero_padding2d needs an [H, W, C] input, got [10, 8]");
+  EXPECT_EQ(error(one({{"type", "cropping2d"}}, {40})), "/model/layers/0: cropping2d needs an [H, W, C] input, got [40]");
+  EXPECT_EQ(error(one({{"type", "depth_to_space"}, {"block_size", 2}}, {4, 8})),
+            "/model/layers/0: depth_to_space needs an [H, W, C] input, got [4, 8]");
+  EXPECT_NE(error(one({{"type", "zero_padding2d"}, {"padding", -1}})).find("/model/layers/0/padding: must be an integer, "
+                                                                         "[rows, columns] or [[top, bottom], [left, right]]"),
+            std::string::npos);
+  EXPECT_NE(error(one({{"type", "zero_padding2d"}, {"padding", {1, 2, 3}}})).find("/model/layers/0/padding: must be"),
+            std::string::npos);
+  EXPECT_NE(error(one({{"type", "zero_padding2d"}, {"padding", "same"}})).find("/model/layers/0/padding: must be"),
+            std::string::npos);
+  EXPECT_EQ(error(one({{"type", "cropping2d"}, {"cropping", {{3, 3}, {0, 0}}}})),
+            "/model/layers/0/cropping: removes every row or column of the input [6, 5, 8] (top 3, bottom 3, left 0, "
+            "right 0)");
+  EXPECT_NE(error(one({{"type", "cropping2d"}, {"cropping", {{1, 1}, {1, -1}}}})).find("/model/layers/0/cropping: must be"),
+            std::string::npos);
+  EXPECT_EQ(error(one({{"type", "depth_to_space"}})), "/model/layers/0/block_size: required field is missing");
+  EXPECT_EQ(error(one({{"type", "depth_to_space"}, {"block_size", 1}})), "/model/layers/0/block_size: must be at least 2");
+  EXPECT_EQ(error(one({{"type", "depth_to_space"}, {"block_size", 3}})),
+            "/model/layers/0/block_size: the input's 8 channels are not a multiple of 3x3 = 9");
+  EXPECT_EQ(error(one({{"type", "cropping2d"}, {"padding", 1}})), "/model/layers/0/padding: unknown field for a cropping2d layer");
+}
+
+TEST_F(GraphTest, ConcatJoinsAnyAxisAsKerasCountsThem) {
+  auto model = [](nlohmann::json axis) {
+    nlohmann::json cat = {{"type", "concat"}, {"inputs", {"a", "b"}}};
+    if (!axis.is_null()) cat["axis"] = axis;
+    return nlohmann::json{{"input", {{"a", {4, 5, 3}}, {"b", {4, 5, 3}}}}, {"layers", {cat}}};
+  };
+  const std::vector<std::pair<nlohmann::json, std::vector<int64_t>>> cases = {
+      {nullptr, {4, 5, 6}}, {-1, {4, 5, 6}}, {3, {4, 5, 6}}, {1, {8, 5, 3}},
+      {-3, {8, 5, 3}},      {2, {4, 10, 3}}, {-2, {4, 10, 3}}};
+  for (const auto& [axis, shape] : cases) {
+    SCOPED_TRACE(axis.dump());
+    Graph g = build(model(axis));
+    EXPECT_EQ(shape_of(g, "concat"), shape);
+    const int64_t from_end = shape == std::vector<int64_t>{4, 5, 6} ? -1 : (shape[0] == 8 ? -3 : -2);
+    EXPECT_EQ(node(g, "concat")["attrs"]["axis"], from_end);  // counted from the end in the IR
+  }
+  // Inputs that differ only on the joined axis.
+  Graph g = build({{"input", {{"a", {4, 5, 3}}, {"b", {2, 5, 3}}}},
+                   {"layers", {{{"type", "concat"}, {"inputs", {"a", "b"}}, {"axis", 1}}}}});
+  EXPECT_EQ(shape_of(g, "concat"), (std::vector<int64_t>{6, 5, 3}));
+
+  EXPECT_EQ(error(model(0)),
+            "/model/layers/0/axis: names the batch axis: concat joins the axes of each example (1 to 3, or -1 for the last)");
+  EXPECT_EQ(error(model(-4)),
+            "/model/layers/0/axis: names the batch axis: concat joins the axes of each example (1 to 3, or -1 for the last)");
+  EXPECT_EQ(error(model(4)), "/model/layers/0/axis: must be an integer from -3 to 3 for the input [4, 5, 3] (Keras counts "
+                             "the batch axis as 0), got 4");
+  EXPECT_NE(error(model("x")).find("/model/layers/0/axis: must be an integer"), std::string::npos);
+  EXPECT_EQ(error({{"input", {{"a", {4, 5, 3}}, {"b", {2, 5, 3}}}},
+                   {"layers", {{{"type", "concat"}, {"inputs", {"a", "b"}}}}}}),
+            "/model/layers/0/inputs: concat on axis 3 needs the other axes to match: 'a' is [4, 5, 3], 'b' is [2, 5, 3]");
+  EXPECT_EQ(error({{"input", {{"a", {4, 5, 3}}, {"b", {4, 5}}}},
+                   {"layers", {{{"type", "concat"}, {"inputs", {"a", "b"}}, {"axis", 1}}}}}),
+            "/model/layers/0/inputs: concat on axis 1 needs the other axes to match: 'a' is [4, 5, 3], 'b' is [4, 5]");
+}

@@ -173,3 +173,23 @@ TEST(KerasEquivalence, UpsamplingLayersGiveKerasOutputs) {
   const auto [ours, theirs] = both_logits(model, 2, 0);
   expect_close(ours, theirs);
 }
+
+TEST(KerasEquivalence, PaddingCroppingDepthToSpaceAndConcatOnAnyAxisGiveKerasOutputs) {
+  if (auto why = keras_missing()) GTEST_SKIP() << *why;
+  // Keras's ZeroPadding2D, Cropping2D, tf.nn.depth_to_space and Concatenate(axis) with the batch axis counted.
+  const json model = {
+      {"input", {{"a", {4, 5, 8}}, {"b", {3, 5, 8}}}},
+      {"layers",
+       {{{"type", "zero_padding2d"}, {"name", "pad"}, {"inputs", "a"}, {"padding", {{1, 2}, {0, 3}}}},  // [7, 8, 8]
+        {{"type", "cropping2d"}, {"name", "crop"}, {"cropping", {{2, 1}, {3, 0}}}},                        // [4, 5, 8]
+        {{"type", "concat"}, {"name", "rows"}, {"inputs", {"crop", "b"}}, {"axis", 1}},                   // [7, 5, 8]
+        {{"type", "concat"}, {"name", "cols"}, {"inputs", {"b", "a"}}, {"axis", -3}},                     // [7, 5, 8]
+        {{"type", "concat"}, {"name", "both"}, {"inputs", {"rows", "cols"}}, {"axis", 2}},                // [7, 10, 8]
+        {{"type", "depth_to_space"}, {"name", "d2s"}, {"block_size", 2}},                                 // [14, 20, 2]
+        {{"type", "dense"}, {"name", "mix"}, {"units", 3}, {"activation", "tanh"}},
+        {{"type", "flatten"}, {"name", "flat"}},
+        {{"type", "dense"}, {"name", "out"}, {"units", 4}}}},
+      {"loss", {{"type", "mse"}}}};
+  const auto [ours, theirs] = both_logits(model, 2, 0);
+  expect_close(ours, theirs);
+}

@@ -148,6 +148,19 @@ std::vector<Bf16Case> cases() {
                    .dense("fc", "flat", 600, 3)
                    .classifier("fc"),
                {5, 5, 3}, 3});
+  c.push_back({"pad_crop_depth_to_space_and_concat_on_rows",
+               Ir().input("x", {5, 5, 3})
+                   .conv("a", "x", 3, {5, 5, 64}, {{"filters", 64}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
+                   .node("pad", "zero_padding2d", {"a"}, {8, 6, 64}, {{"padding", {1, 2, 0, 1}}})
+                   .node("crop", "cropping2d", {"pad"}, {5, 5, 64}, {{"cropping", {2, 1, 1, 0}}})
+                   .node("d2s", "depth_to_space", {"crop"}, {10, 10, 16}, {{"block_size", 2}})
+                   .conv("b", "x", 3, {5, 5, 16}, {{"filters", 16}, {"kernel", {1, 1}}, {"activation", "relu"}})
+                   .node("cols", "concat", {"b", "b"}, {5, 10, 16}, {{"axis", -2}})
+                   .node("rows", "concat", {"d2s", "cols"}, {15, 10, 16}, {{"axis", -3}})
+                   .node("flat", "flatten", {"rows"}, {2400})
+                   .dense("fc", "flat", 2400, 3)
+                   .classifier("fc"),
+               {5, 5, 3}, 3});
   c.push_back({"dropout",
                Ir().input("x", {10})
                    .dense("d1", "x", 10, 33, "relu")

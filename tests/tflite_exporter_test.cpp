@@ -747,3 +747,130 @@ TEST(TfliteExporter, DynamicRangeNamesANodeWithNoTfliteForm) {
 }
 
 }  // namespace
+
+// ---- the shape ops of image-to-image models ---------------------------------------------------------------
+
+namespace {
+
+// x [4, 4, 8] → zero_padding2d [1, 0, 2, 1] → cropping2d [0, 1, 1, 2] (x shifted down and right by one) →
+// concat with x on the rows (axis -3) → depth_to_space 2 → [16, 8, 2]. No parameters: every op only moves values.
+json image_shape_graph() {
+  return {{"inputs", {{{"name", "x"}, {"shape", {4, 4, 8}}, {"dtype", "float32"}}}},
+          {"nodes",
+           {{{"name", "pad"}, {"op", "zero_padding2d"}, {"inputs", {"x"}}, {"shape", {5, 7, 8}},
+             {"attrs", {{"padding", {1, 0, 2, 1}}}}},
+            {{"name", "crop"}, {"op", "cropping2d"}, {"inputs", {"pad"}}, {"shape", {4, 4, 8}},
+             {"attrs", {{"cropping", {0, 1, 1, 2}}}}},
+            {{"name", "cat"}, {"op", "concat"}, {"inputs", {"crop", "x"}}, {"shape", {8, 4, 8}}, {"attrs", {{"axis", -3}}}},
+            {{"name", "d2s"}, {"op", "depth_to_space"}, {"inputs", {"cat"}}, {"shape", {16, 8, 2}},
+             {"attrs", {{"block_size", 2}}}}}},
+          {"outputs", {"d2s"}},
+          {"params", json::object()}};
+}
+
+std::vector<float> image_shape_input() {
+  std::vector<float> x(4 * 4 * 8);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 201) / 100.0f - 1.0f;
+  return x;
+}
+
+// The graph's output computed by hand (NHWC, tf.nn.depth_to_space's DCR order).
+std::vector<float> image_shape_reference(const std::vector<float>& x) {
+  auto X = [&](int h, int w, int c) { return x[static_cast<size_t>((h * 4 + w) * 8 + c)]; };
+  auto cat = [&](int h, int w, int c) {
+    if (h >= 4) return X(h - 4, w, c);
+    return h >= 1 && w >= 1 ? X(h - 1, w - 1, c) : 0.0f;  // the crop of the padded image
+  };
+  std::vector<float> out(16 * 8 * 2);
+  for (int h = 0; h < 8; ++h)
+    for (int w = 0; w < 4; ++w)
+      for (int c = 0; c < 8; ++c) {
+        const int block = c / 2, bi = block / 2, bj = block % 2;
+        out[static_cast<size_t>(((2 * h + bi) * 8 + 2 * w + bj) * 2 + c % 2)] = cat(h, w, c);
+      }
+  return out;
+}
+
+}  // namespace
+
+TEST(TfliteExporter, PadSliceConcatOnRowsAndDepthToSpaceRunInLiteRt) {
+  const std::vector<float> x = image_shape_input();
+  const std::vector<float> want = image_shape_reference(x);
+  for (const char* mode : {"full_integer", "dynamic_range"}) {
+    SCOPED_TRACE(mode);
+    const bool full = std::string(mode) == "full_integer";
+    Plugin plugin(full ? json{{"input_type", "float32"}, {"output_type", "float32"}} : json{{"mode", mode}});
+    if (full) {
+      ASSERT_TRUE(plugin.observe("x", {-1.0f, 1.0f}).ok());
+      ASSERT_TRUE(plugin.observe("cat", {-1.0f, 1.0f}).ok());
+    }
+    Example params, qparams;
+    json qgraph;
+    const Status q = plugin.quantize(image_shape_graph(), params, qgraph, qparams);
+    ASSERT_TRUE(q.ok()) << q.message;
+    ramjet::test::TempDir tmp;
+    const fs::path path = tmp / "shapes.tflite";
+    const Status s = plugin.export_model(qgraph, qparams, path);
+    ASSERT_TRUE(s.ok()) << s.message;
+
+    const json model = decode(path, tmp);
+    std::vector<std::string> ops = operator_names(model);
+    const std::vector<std::string> moves{"PAD", "SLICE", "CONCATENATION", "DEPTH_TO_SPACE"};
+    std::vector<std::string> want_ops = moves;
+    if (full) {
+      want_ops.insert(want_ops.begin(), "QUANTIZE");
+      want_ops.push_back("DEQUANTIZE");
+    }
+    EXPECT_EQ(ops, want_ops);
+    for (const auto& op : model["subgraphs"][0]["operators"]) {
+      const std::string name = model["operator_codes"][op["opcode_index"].get<size_t>()]["builtin_code"];
+      if (name == "CONCATENATION") {
+        EXPECT_EQ(op["builtin_options"]["axis"], 1);  // the rows, batch counted
+      }
+      if (name == "DEPTH_TO_SPACE") {
+        EXPECT_EQ(op["builtin_options"]["block_size"], 2);
+      }
+    }
+    EXPECT_EQ(tensor_named(model, "pad/paddings")["shape"], json({4, 2}));
+
+    const auto result = run_litert(path, std::vector<double>(x.begin(), x.end()), 2, tmp);
+    if (!result) GTEST_SKIP() << litert_missing();
+    ASSERT_EQ((*result)["output_shape"], json({2, 16, 8, 2}));
+    // Full integer rounds each value to a step of 2/255 once (every op keeps the input's parameters).
+    const double tolerance = full ? 1.0 / 255 + 1e-6 : 1e-6;
+    for (size_t n = 0; n < 2; ++n)
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR((*result)["output"][n * want.size() + i].get<double>(), want[i], tolerance) << n << ", " << i;
+  }
+}
+
+TEST(TfliteExporter, ConcatOnTheLastAxisKeepsItsTfliteAxis) {
+  // The IR's -1 (and a non-negative per-example axis) become TFLite's axis with the batch counted.
+  json g = image_shape_graph();
+  g["nodes"] = {{{"name", "cat"}, {"op", "concat"}, {"inputs", {"x", "x"}}, {"shape", {4, 4, 16}}, {"attrs", {{"axis", -1}}}}};
+  g["outputs"] = {"cat"};
+  for (const auto& [axis, shape, want] : std::vector<std::tuple<int, Shape, int>>{
+           {-1, {4, 4, 16}, 3}, {1, {4, 8, 8}, 2}, {-2, {4, 8, 8}, 2}}) {
+    SCOPED_TRACE(axis);
+    g["nodes"][0]["attrs"]["axis"] = axis;
+    g["nodes"][0]["shape"] = shape;
+    Plugin plugin(json{{"mode", "dynamic_range"}});
+    Example params, qparams;
+    json qgraph;
+    ASSERT_TRUE(plugin.quantize(g, params, qgraph, qparams).ok());
+    ramjet::test::TempDir tmp;
+    ASSERT_TRUE(plugin.export_model(qgraph, qparams, tmp / "cat.tflite").ok());
+    const json model = decode(tmp / "cat.tflite", tmp);
+    EXPECT_EQ(model["subgraphs"][0]["operators"][0]["builtin_options"]["axis"], want);
+  }
+  g["nodes"][0]["attrs"]["axis"] = 3;
+  Plugin plugin(json{{"mode", "dynamic_range"}});
+  Example params, qparams;
+  json qgraph;
+  ASSERT_TRUE(plugin.quantize(g, params, qgraph, qparams).ok());
+  ramjet::test::TempDir tmp;
+  const Status s = plugin.export_model(qgraph, qparams, tmp / "bad.tflite");
+  EXPECT_EQ(s.code, RAMJET_ERR_UNSUPPORTED);
+  EXPECT_NE(s.message.find("layer 'cat' (op concat): axis 3 is not an axis of"), std::string::npos) << s.message;
+  EXPECT_FALSE(fs::exists(tmp / "bad.tflite"));
+}

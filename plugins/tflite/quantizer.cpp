@@ -20,7 +20,8 @@ ramjet::Fields calibration_fields() {
 
 bool pass_through(const std::string& op) {
   return op == "max_pool" || op == "avg_pool" || op == "global_avg_pool" || op == "global_max_pool" ||
-         op == "flatten" || op == "reshape" || op == "resize";  // TFLite's resizes keep their input's parameters
+         op == "flatten" || op == "reshape" || op == "zero_padding2d" || op == "cropping2d" || op == "depth_to_space" ||
+         op == "resize";  // TFLite's resizes keep their input's parameters
 }
 
 bool fusable_activation(const std::string& a) { return a == "linear" || a == "relu" || a == "relu6"; }

@@ -46,6 +46,18 @@ class MatMul(layers.Layer):
         return ops.matmul(a, b)
 
 
+class DepthToSpace(layers.Layer):
+    """tf.nn.depth_to_space (NHWC, DCR), which Keras has no layer for."""
+
+    def __init__(self, block_size, **kwargs):
+        super().__init__(**kwargs)
+        self.block_size = block_size
+
+    def call(self, x):
+        import tensorflow as tf
+        return tf.nn.depth_to_space(x, self.block_size)
+
+
 def activation(name, attrs):
     if name == "leaky_relu":
         return layers.LeakyReLU(negative_slope=attrs.get("negative_slope", 0.2))
@@ -137,7 +149,16 @@ def build(ir):
         elif op == "subtract":
             out = layers.Subtract(name=name)(x)
         elif op == "concat":
-            out = layers.Concatenate(axis=-1, name=name)(x)
+            # The IR counts the axis from the end (-1 the last), as Keras's negative axes do.
+            out = layers.Concatenate(axis=a.get("axis", -1), name=name)(x)
+        elif op == "zero_padding2d":
+            t, b, l, r = a["padding"]
+            out = layers.ZeroPadding2D(((t, b), (l, r)), name=name)(x[0])
+        elif op == "cropping2d":
+            t, b, l, r = a["cropping"]
+            out = layers.Cropping2D(((t, b), (l, r)), name=name)(x[0])
+        elif op == "depth_to_space":
+            out = DepthToSpace(a["block_size"], name=name)(x[0])
         elif op == "transpose":
             out = layers.Permute([d + 1 for d in a["perm"]], name=name)(x[0])
         elif op == "activation":

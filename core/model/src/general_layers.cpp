@@ -54,18 +54,41 @@ void elementwise(LayerSite& site) {
                                  shape_text(site.input(i)));
 }
 
+// Keras's Concatenate(axis): `axis` counts the batch axis as 0 (refused: examples are not joined), so 1 .. rank are
+// the per-example axes and -1 .. -rank count from the end. Every other axis must agree. The IR's `axis` counts from
+// the end (-1 the last): the same number whether or not its reader counts the batch axis.
 void concat(LayerSite& site) {
   if (site.input_count() < 2) site.fail_at("inputs", "concat needs at least two inputs");
   site.require_float_inputs();
   site.out = site.input(0);
+  const int64_t rank = static_cast<int64_t>(site.out.size());
+  if (rank == 0) site.fail_at("inputs", "concat needs inputs with at least one axis");
+  int64_t axis = -1;
+  if (site.has("axis")) {
+    const json& a = site.layer()["axis"];
+    if (!a.is_number_integer() || a.get<int64_t>() < -rank - 1 || a.get<int64_t>() > rank)
+      site.fail_at("axis", "must be an integer from " + std::to_string(-rank) + " to " + std::to_string(rank) +
+                               " for the input " + shape_text(site.out) + " (Keras counts the batch axis as 0), got " +
+                               quote_value(a));
+    axis = a.get<int64_t>();
+    if (axis == 0 || axis == -rank - 1)
+      site.fail_at("axis", "names the batch axis: concat joins the axes of each example (1 to " +
+                               std::to_string(rank) + ", or -1 for the last)");
+  }
+  const size_t k = static_cast<size_t>(axis < 0 ? rank + axis : axis - 1);
   for (size_t i = 1; i < site.input_count(); ++i) {
     const Shape& other = site.input(i);
-    if (other.size() != site.out.size() || !std::equal(site.out.begin(), site.out.end() - 1, other.begin()))
-      site.fail_at("inputs", "concat joins the last axis: all but the last dimension must match, got " +
-                                 shape_text(site.out) + " and " + shape_text(other));
-    site.out.back() += other.back();
+    bool agree = other.size() == site.out.size();
+    for (size_t d = 0; agree && d < other.size(); ++d) agree = d == k || other[d] == site.input(0)[d];
+    if (!agree)
+      site.fail_at("inputs", "concat on axis " + std::to_string(k + 1) + " needs the other axes to match: '" +
+                                 site.input_name(0) + "' is " + shape_text(site.input(0)) + ", '" +
+                                 site.input_name(i) + "' is " + shape_text(other));
+    site.out[k] += other[k];
   }
-  site.attrs = {{"axis", -1}};
+  if (site.out[k] > kMaxDimension)
+    site.fail_at("inputs", "the joined axis is longer than " + std::to_string(kMaxDimension));
+  site.attrs = {{"axis", static_cast<int64_t>(k) - rank}};
 }
 
 void reshape(LayerSite& site) {
@@ -125,7 +148,7 @@ void add_general_layers(std::map<std::string, LayerRule>& rules) {
   rules["add"] = {elementwise, {}};
   rules["multiply"] = {elementwise, {}};
   rules["subtract"] = {elementwise, {}};
-  rules["concat"] = {concat, {}};
+  rules["concat"] = {concat, {"axis"}};
   rules["reshape"] = {reshape, {"shape"}};
   rules["transpose"] = {transpose, {"perm"}};
 }

@@ -1,7 +1,8 @@
 // The layers of convolutional image models: conv2d, depthwise_conv2d, max_pool, avg_pool, the global pools,
-// batch_norm, flatten; and those that make images larger (U-Nets, autoencoders, super-resolution):
-// conv2d_transpose, upsampling2d and resize. Shapes are per example and channels-last ([H, W, C]); kernels are
-// Keras's HWIO (conv2d_transpose's HWOI, as Keras's Conv2DTranspose).
+// batch_norm, flatten; those that reshape images (zero_padding2d, cropping2d, depth_to_space); and those that make
+// them larger (U-Nets, autoencoders, super-resolution): conv2d_transpose, upsampling2d and resize. Shapes are per
+// example and channels-last ([H, W, C]); kernels are Keras's HWIO (conv2d_transpose's HWOI, as Keras's
+// Conv2DTranspose).
 #include "layer_site.hpp"
 
 #include <ramjet/sdk/fields.hpp>
@@ -175,6 +176,51 @@ void resize(LayerSite& site) {
   const Shape& in = site.single();
   if (in.size() != 3) site.fail("resize needs an [H, W, C] input, got " + shape_text(in));
   resize_to(site, site.positive("height"), site.positive("width"), interpolation(site, "bilinear"));
+const Shape& image_input(LayerSite& site) {
+  const Shape& in = site.single();
+  if (in.size() != 3) site.fail(site.type() + " needs an [H, W, C] input, got " + shape_text(in));
+  return in;
+}
+
+// Keras's ZeroPadding2D: zero rows above and below, zero columns left and right (default one of each).
+void zero_padding2d(LayerSite& site) {
+  const Shape& in = image_input(site);
+  const auto p = site.sides("padding", 1);
+  site.out = {in[0] + p[0] + p[1], in[1] + p[2] + p[3], in[2]};
+  if (site.out[0] > kMaxDimension || site.out[1] > kMaxDimension)
+    site.fail_at("padding", "the padded image " + shape_text(site.out) + " is larger than " +
+                                std::to_string(kMaxDimension) + " on a side");
+  site.attrs = {{"padding", p}};
+}
+
+// Keras's Cropping2D: drops rows from the top and bottom, columns from the left and right; at least one of each
+// must remain.
+void cropping2d(LayerSite& site) {
+  const Shape& in = image_input(site);
+  const auto c = site.sides("cropping", 0);
+  if (c[0] + c[1] >= in[0] || c[2] + c[3] >= in[1])
+    site.fail_at("cropping", "removes every row or column of the input " + shape_text(in) + " (top " +
+                                 std::to_string(c[0]) + ", bottom " + std::to_string(c[1]) + ", left " +
+                                 std::to_string(c[2]) + ", right " + std::to_string(c[3]) + ")");
+  site.out = {in[0] - c[0] - c[1], in[1] - c[2] - c[3], in[2]};
+  site.attrs = {{"cropping", c}};
+}
+
+// tf.nn.depth_to_space (NHWC, DCR): channel (i * b + j) * C' + c of pixel (h, w) moves to pixel (h * b + i,
+// w * b + j), channel c, of an image b times larger on each side with C' = C / b² channels.
+void depth_to_space(LayerSite& site) {
+  const Shape& in = image_input(site);
+  if (!site.has("block_size")) site.fail_at("block_size", "required field is missing");
+  const int64_t b = site.positive("block_size", 2);
+  if (b < 2) site.fail_at("block_size", "must be at least 2");
+  if (in[2] % (b * b) != 0)
+    site.fail_at("block_size", "the input's " + std::to_string(in[2]) + " channels are not a multiple of " +
+                                   std::to_string(b) + "x" + std::to_string(b) + " = " + std::to_string(b * b));
+  site.out = {in[0] * b, in[1] * b, in[2] / (b * b)};
+  if (site.out[0] > kMaxDimension || site.out[1] > kMaxDimension)
+    site.fail_at("block_size", "the output " + shape_text(site.out) + " is larger than " +
+                                   std::to_string(kMaxDimension) + " on a side");
+  site.attrs = {{"block_size", b}};
 }
 
 }  // namespace
@@ -198,6 +244,9 @@ void add_image_layers(std::map<std::string, LayerRule>& rules) {
                                                   "activation", "kernel_initializer", "bias_initializer"}};
   rules["upsampling2d"] = {upsampling2d, {"size", "interpolation"}};
   rules["resize"] = {resize, {"height", "width", "interpolation"}};
+  rules["zero_padding2d"] = {zero_padding2d, {"padding"}};
+  rules["cropping2d"] = {cropping2d, {"cropping"}};
+  rules["depth_to_space"] = {depth_to_space, {"block_size"}};
 }
 
 }  // namespace ramjet::core::model_rules

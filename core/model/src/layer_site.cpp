@@ -95,6 +95,21 @@ std::vector<int64_t> LayerSite::pair(const char* key, int64_t fallback) const {
   fail_at(key, "must be a positive integer or [height, width], each at most " + std::to_string(kMaxDimension));
 }
 
+std::vector<int64_t> LayerSite::sides(const char* key, int64_t fallback) const {
+  if (!layer_.contains(key)) return {fallback, fallback, fallback, fallback};
+  const json& v = layer_[key];
+  auto ok = [](const json& x) {
+    return x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= kMaxDimension;
+  };
+  auto both = [&](const json& x) { return x.is_array() && x.size() == 2 && ok(x[0]) && ok(x[1]); };
+  if (ok(v)) return {v.get<int64_t>(), v.get<int64_t>(), v.get<int64_t>(), v.get<int64_t>()};
+  if (both(v)) return {v[0].get<int64_t>(), v[0].get<int64_t>(), v[1].get<int64_t>(), v[1].get<int64_t>()};
+  if (v.is_array() && v.size() == 2 && both(v[0]) && both(v[1]))
+    return {v[0][0].get<int64_t>(), v[0][1].get<int64_t>(), v[1][0].get<int64_t>(), v[1][1].get<int64_t>()};
+  fail_at(key, "must be an integer, [rows, columns] or [[top, bottom], [left, right]], each from 0 to " +
+                   std::to_string(kMaxDimension) + ", got " + quote_value(v));
+}
+
 std::string LayerSite::activation() const {
   auto it = layer_.find("activation");
   if (it == layer_.end() || it->is_null()) return "linear";

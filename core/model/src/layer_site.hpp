@@ -78,6 +78,10 @@ class LayerSite {
   std::vector<int64_t> pair(const char* key, int64_t fallback) const;
   std::string activation() const;
   std::string initializer(const char* key, const char* fallback) const;
+  // Rows and columns to add or remove around an image, as Keras's ZeroPadding2D and Cropping2D take them: an integer
+  // (every side), [rows, columns] (both sides of each) or [[top, bottom], [left, right]]; each in [0, kMaxDimension].
+  // Returns {top, bottom, left, right}.
+  std::vector<int64_t> sides(const char* key, int64_t fallback) const;
   // `padding`: "valid" or "same" (with `causal` allowed, also "causal").
   std::string padding(bool causal_allowed = false) const;
 

@@ -1,11 +1,18 @@
-// concat along the last axis (channels for images): each input is reordered straight into its slice of the
-// row-major output, and backward reorders each slice of the gradient back.
+// concat along any per-example axis ("axis": counted from the end, -1 the last, or from 0): each input is reordered
+// straight into its slice of the canonical (nhwc or row-major) output, and backward reorders each slice of the
+// gradient back.
 #include "../layout.hpp"
 #include "../relayout.hpp"
 #include "registry.hpp"
 
 namespace onednn {
 namespace {
+
+// oneDNN's dim of per-example axis k: images are {N, C, H, W}, every other rank {N, s0, s1, ...}.
+int onednn_axis(const Shape& shape, size_t k) {
+  if (is_image(shape)) return k == 2 ? 1 : static_cast<int>(k) + 2;
+  return static_cast<int>(k) + 1;
+}
 
 class Concat : public Layer {
  public:
@@ -14,17 +21,22 @@ class Concat : public Layer {
     const Shape& first = b.input(0).shape;
     const int64_t rank = static_cast<int64_t>(first.size());
     const int64_t axis = node.attr_int("axis", -1);
-    if (rank == 0 || (axis != -1 && axis != rank - 1))
-      node.fail(RAMJET_ERR_UNSUPPORTED, "concat joins the last axis only");
+    if (rank == 0 || axis < -rank || axis >= rank)
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "attribute 'axis' (" + std::to_string(axis) + ") names no axis of '" +
+                                                 b.input(0).name + "' " + shape_string(first));
+    const size_t k = static_cast<size_t>(axis < 0 ? axis + rank : axis);
     Shape out = first;
-    out.back() = 0;
+    out[k] = 0;
     for (size_t i = 0; i < b.input_count(); ++i) {
       const Shape& s = b.input(i).shape;
-      if (s.size() != first.size() || !std::equal(first.begin(), first.end() - 1, s.begin()))
+      bool agree = s.size() == first.size();
+      for (size_t d = 0; agree && d < s.size(); ++d) agree = d == k || s[d] == first[d];
+      if (!agree)
         node.fail(RAMJET_ERR_INVALID_ARGUMENT, "inputs '" + b.input(0).name + "' " + shape_string(first) + " and '" +
                                                    b.input(i).name + "' " + shape_string(s) +
-                                                   " differ before the last axis");
-      out.back() += s.back();
+                                                   " differ on an axis other than the joined one (" +
+                                                   std::to_string(k) + ")");
+      out[k] += s[k];
     }
     b.check_shape(out);
     const int64_t N = b.batch();
@@ -32,7 +44,7 @@ class Concat : public Layer {
     b.define_output(out_md);
     Value& o = b.output();
     out_ = &o;
-    const int dim = last_axis(first);
+    const int dim = onednn_axis(first, k);
     int64_t offset = 0;
     for (size_t i = 0; i < b.input_count(); ++i) {
       Value& in = b.input(i);
@@ -46,7 +58,7 @@ class Concat : public Layer {
         part.diff_add = Relayout(diff, in.diff, /*accumulate=*/true);
       }
       parts_.push_back(std::move(part));
-      offset += in.shape.back();
+      offset += in.shape[k];
     }
   }
 

@@ -32,6 +32,9 @@ constexpr std::pair<std::string_view, LayerFactory> kLayers[] = {
     {"multi_head_attention", &make_multi_head_attention},
     {"conv2d_transpose", &make_conv2d_transpose},
     {"resize", &make_resize},
+    {"zero_padding2d", &make_zero_padding2d},
+    {"cropping2d", &make_cropping2d},
+    {"depth_to_space", &make_depth_to_space},
 };
 
 }  // namespace

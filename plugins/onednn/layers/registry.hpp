@@ -40,5 +40,8 @@ std::unique_ptr<Layer> make_matmul(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_multi_head_attention(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_conv2d_transpose(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_resize(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_zero_padding2d(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_cropping2d(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_depth_to_space(const NodeSpec&, LayerBuilder&);
 
 }  // namespace onednn

@@ -49,6 +49,9 @@ void ModelWriter::add_known_node(const json& node) {
   else if (op == "activation") activation(node);
   else if (op == "conv2d_transpose") conv2d_transpose(node);
   else if (op == "resize") resize(node);
+  else if (op == "zero_padding2d") zero_padding2d(node);
+  else if (op == "cropping2d") cropping2d(node);
+  else if (op == "depth_to_space") depth_to_space(node);
   else fail(describe(node) + (float_activations_ ? " has no TFLite form here" : " has no TFLite int8 form"));
 }
 

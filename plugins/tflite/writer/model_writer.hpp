@@ -9,6 +9,7 @@
 //   ops_shape.cpp        RESHAPE (flatten, reshape), CONCATENATION
 //   ops_elementwise.cpp  ADD, SOFTMAX, RELU, RELU6
 //   ops_upsampling.cpp   TRANSPOSE_CONV, RESIZE_BILINEAR, RESIZE_NEAREST_NEIGHBOR
+//   ops_image_shape.cpp  PAD (zero_padding2d), SLICE (cropping2d), DEPTH_TO_SPACE
 #pragma once
 
 #include "qgraph.hpp"
@@ -81,6 +82,9 @@ class ModelWriter {
   void activation(const json& node);
   void conv2d_transpose(const json& node);  // ops_upsampling.cpp
   void resize(const json& node);
+  void zero_padding2d(const json& node);
+  void cropping2d(const json& node);
+  void depth_to_space(const json& node);
 
   const json& graph_;
   ramjet::Example& params_;

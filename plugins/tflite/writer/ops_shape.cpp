@@ -15,12 +15,16 @@ void ModelWriter::reshape_to(const json& node, int32_t x, const Shape& per_examp
   tables_.add_op(tfl::BuiltinOperator_RESHAPE, 1, {x, shape}, {y}, tfl::BuiltinOptions_ReshapeOptions, options.Union());
 }
 
-// TFLite's int8 CONCATENATION wants every input on the output's parameters: requantize the others first (float
+// On any axis. TFLite's int8 CONCATENATION wants every input on the output's parameters: requantize the others first (float
 // inputs in dynamic range go in as they are).
 void ModelWriter::concat(const json& node) {
   const std::string name = node.at("name");
   const Shape shape = checked_shape(node.at("shape"), describe(node));
-  const auto options = tfl::CreateConcatenationOptions(fbb(), static_cast<int32_t>(shape.size()));  // last axis, batch included
+  // The IR counts the axis from the end (-1 the last); TFLite counts the batch as axis 0.
+  const auto rank = static_cast<int64_t>(shape.size());
+  const int64_t axis = node.contains("attrs") ? node["attrs"].value("axis", int64_t{-1}) : -1;
+  if (axis < -rank || axis >= rank) fail(describe(node) + ": axis " + std::to_string(axis) + " is not an axis of " + shape_text(shape));
+  const auto options = tfl::CreateConcatenationOptions(fbb(), static_cast<int32_t>(axis < 0 ? rank + 1 + axis : axis + 1));
   if (float_activations_) {
     std::vector<int32_t> inputs;
     for (size_t i = 0; i < node.at("inputs").size(); ++i) inputs.push_back(value(node, i));
