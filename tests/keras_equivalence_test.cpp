@@ -193,3 +193,13 @@ TEST(KerasEquivalence, PaddingCroppingDepthToSpaceAndConcatOnAnyAxisGiveKerasOut
   const auto [ours, theirs] = both_logits(model, 2, 0);
   expect_close(ours, theirs);
 }
+
+TEST(KerasEquivalence, TheDeblurringUNetGivesKerasOutputs) {
+  // examples/deblur's model as it ships: Conv2D "same", MaxPooling2D, Conv2DTranspose, Concatenate skips and the
+  // residual Add, given ramjet's initial weights.
+  if (auto why = keras_missing()) GTEST_SKIP() << *why;
+  const json manifest = json::parse(read_file(source_dir() / "examples" / "deblur" / "pipeline.json"));
+  const auto [ours, theirs] = both_logits(manifest.at("model"), 2, 0);
+  ASSERT_EQ(ours.size(), 2u * 28 * 28);
+  expect_close(ours, theirs);
+}

@@ -94,6 +94,19 @@ def transpose_padding(a, in_hw, out_hw):
     raise SystemExit(f"keras_from_ir.py: no Keras Conv2DTranspose gives padding {a['padding']}")
 
 
+def keras_padding(pads, in_hw, kernel, strides, dilation=(1, 1)):
+    """"valid" or "same" when Keras's rule gives the IR's [top, bottom, left, right] padding, else None."""
+    if list(pads) == [0, 0, 0, 0]:
+        return "valid"
+    same = []
+    for i in range(2):
+        extent = (kernel[i] - 1) * dilation[i] + 1
+        out = -(-in_hw[i] // strides[i])
+        total = max((out - 1) * strides[i] + extent - in_hw[i], 0)
+        same += [total // 2, total - total // 2]
+    return "same" if same == list(pads) else None
+
+
 def build(ir):
     values, weights = {}, {}  # name -> tensor; layer -> [param names in Keras's weight order]
     inputs = []
@@ -178,6 +191,26 @@ def build(ir):
                                   use_bias=a.get("use_bias", True), name=name)
             out = layer(x[0])
             weights[name] = [p["kernel"]] + ([p["bias"]] if "bias" in p else [])
+        elif op == "conv2d":
+            if a.get("groups", 1) != 1:
+                raise SystemExit(f"keras_from_ir.py: {name}: grouped or depthwise conv2d is not mapped")
+            k, st, d = a["kernel"], a["strides"], a.get("dilation", [1, 1])
+            padding = keras_padding(a["padding"], x[0].shape[1:3], k, st, d)
+            source = x[0]
+            if padding is None:  # explicit padding Keras's rules do not produce: pad, then a valid convolution
+                t, b, l, r = a["padding"]
+                source, padding = layers.ZeroPadding2D(((t, b), (l, r)), name=name + "_pad")(source), "valid"
+            layer = layers.Conv2D(a["filters"], k, strides=st, padding=padding, dilation_rate=d,
+                                  activation=fused(a.get("activation", "linear")), use_bias=a.get("use_bias", True),
+                                  name=name)
+            out = layer(source)
+            weights[name] = [p["kernel"]] + ([p["bias"]] if "bias" in p else [])
+        elif op in ("max_pool", "avg_pool"):
+            padding = keras_padding(a["padding"], x[0].shape[1:3], a["pool"], a["strides"])
+            if padding is None:
+                raise SystemExit(f"keras_from_ir.py: {name}: padding {a['padding']} has no Keras pooling form")
+            cls = layers.MaxPooling2D if op == "max_pool" else layers.AveragePooling2D
+            out = cls(a["pool"], strides=a["strides"], padding=padding, name=name)(x[0])
         elif op in ("global_avg_pool", "global_max_pool"):
             rank = len(x[0].shape) - 1
             cls = {("global_avg_pool", 2): layers.GlobalAveragePooling1D, ("global_avg_pool", 3): layers.GlobalAveragePooling2D,

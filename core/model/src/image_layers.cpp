@@ -176,6 +176,8 @@ void resize(LayerSite& site) {
   const Shape& in = site.single();
   if (in.size() != 3) site.fail("resize needs an [H, W, C] input, got " + shape_text(in));
   resize_to(site, site.positive("height"), site.positive("width"), interpolation(site, "bilinear"));
+}
+
 const Shape& image_input(LayerSite& site) {
   const Shape& in = site.single();
   if (in.size() != 3) site.fail(site.type() + " needs an [H, W, C] input, got " + shape_text(in));
