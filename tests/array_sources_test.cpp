@@ -241,6 +241,8 @@ TEST_F(ArraySourceTest, NpzRefusesHostileArchives) {
   refuse(zip({{"x.npy", npy("<f4", "(2, 2)", raw<float>({1, 2, 3, 4}), 1, "True")}}, false), just_x,
          {"bad.npz:x.npy", "'fortran_order'"});
   refuse(zip({{"x.npy", "\x93NUMPY"}}, false), just_x, {"bad.npz:x.npy", "byte 0", "preamble"});
+  expect_open_error("npz", {{"file", "."}, {"arrays", just_x}}, {"test.json#/data/train/source/file", "not a regular file"});
+  expect_open_error("npz", {{"file", "absent.npz"}, {"arrays", just_x}}, {"absent.npz", "no such file"});
 }
 
 // numpy itself, where the tests' venv has it: np.save, np.savez and np.savez_compressed as users call them.
@@ -292,6 +294,12 @@ TEST_F(ArraySourceTest, CsvReadsNamedAndNumberedColumns) {
   EXPECT_EQ(values_of<int32_t>(e0, "label"), (std::vector<int32_t>{1}));
   EXPECT_EQ(values_of<float>(e1, "features"), (std::vector<float>{-4.f, 6.f}));
   EXPECT_EQ(values_of<float>(e1, "b"), (std::vector<float>{5.f}));
+
+  write_file(dir / "bom.csv", "\xEF\xBB\xBF" "a,b\n7,8\n");
+  auto bom = open("csv", {{"file", "bom.csv"}, {"columns", {{"x", {"a"}}}}});
+  Example first;
+  bom.get(0, first);
+  EXPECT_EQ(values_of<float>(first, "x"), (std::vector<float>{7.f}));
 
   write_file(dir / "n.csv", "1,2\n3,4");
   auto plain = open("csv", {{"file", "n.csv"}, {"header", false}, {"columns", {{"x", {0}}, {"y", 1}}}});

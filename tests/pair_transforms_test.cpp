@@ -1,5 +1,8 @@
 // copy, blur, noise and downscale: the transforms that turn one image into an (input, target) pair for
-// image-to-image models, on tiny hand-checked inputs, with their seeds and their refusals.
+// image-to-image models, on tiny hand-checked inputs, with their seeds and their refusals; and a denoising pair
+// pipeline from an .npy file, repeatable and resumable.
+#include "ramjet/data/input_pipeline.hpp"
+#include "ramjet/plan/plan.hpp"
 #include "ramjet/plugin/components.hpp"
 #include "ramjet/plugin/failure.hpp"
 #include "test_support.hpp"
@@ -8,6 +11,7 @@
 #include <ramjet/sdk.hpp>  // SeededRandom: the draws noise makes for a seed
 
 #include <cmath>
+#include <set>
 
 using namespace ramjet::core;
 using namespace ramjet::test;
@@ -284,4 +288,106 @@ TEST_F(PairTransformTest, DownscaleRefusesSizesThatAreNotMultiplesAndBadFields) 
   expect_invalid([&] { make("downscale", {{"factor", 0}}); }, {"t.json#/map/0/factor"});
   expect_invalid([&] { make("downscale", {{"factor", 2}, {"restore", "cubic"}}); }, {"t.json#/map/0/restore"});
   expect_invalid([&] { make("downscale", nlohmann::json::object()); }, {"t.json#/map/0/factor", "missing"});
+}
+
+// ---- a denoising pipeline: npy -> copy (clean target) -> noise (input), as a manifest runs it ---------------
+
+namespace {
+
+// A float32 .npy file of `count` 4x4x1 images, image i filled with i.
+std::string npy_images(int count) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::to_string(count) + ", 4, 4, 1), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string out("\x93NUMPY\x01\x00", 8);
+  out += static_cast<char>(header.size()), out += '\0';
+  out += header;
+  for (int i = 0; i < count; ++i)
+    for (int k = 0; k < 16; ++k) {
+      const float v = static_cast<float>(i);
+      out.append(reinterpret_cast<const char*>(&v), 4);
+    }
+  return out;
+}
+
+using BatchBytes = std::vector<std::pair<std::string, std::string>>;
+BatchBytes bytes_of(const Example& batch) {
+  BatchBytes out;
+  for (const auto& e : batch.entries) {
+    const DLTensor& t = e.tensor->dl_tensor;
+    out.emplace_back(e.name, std::string(static_cast<const char*>(t.data), byte_size(t)));
+  }
+  return out;
+}
+
+class DenoisingPipelineTest : public ::testing::Test {
+ protected:
+  PluginRegistry registry{DiscoveryOptions{{stock_plugin_dir()}, {}, {}}};
+  TempDir dir;
+  nlohmann::json train = {{"source", {{"type", "npy"}, {"files", {{"image", "x.npy"}}}}},
+                          {"map", {{{"type", "copy"}, {"from", "image"}, {"to", "target"}}}},
+                          {"shuffle", 8},
+                          {"augment", {{{"type", "noise"}, {"kind", "gaussian"}, {"stddev", 0.5}}}},
+                          {"batch", 3},
+                          {"epochs", 2}};
+
+  std::unique_ptr<InputPipeline> open(uint64_t seed) {
+    write_file(dir / "x.npy", npy_images(8));
+    nlohmann::json doc = {{"seed", seed}, {"data", {{"train", train}}}};
+    write_file(dir / "p.json", doc.dump());
+    Plan plan = require_plan(load_pipeline_manifest(dir / "p.json"), registry);
+    return std::make_unique<InputPipeline>(*plan.train_data, registry, seed);
+  }
+  std::vector<BatchBytes> all_batches(uint64_t seed) {
+    auto p = open(seed);
+    std::vector<BatchBytes> out;
+    while (auto b = p->next_batch()) out.push_back(bytes_of(*b));
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_F(DenoisingPipelineTest, PairsAreCleanTargetsWithSeededNoisyInputs) {
+  auto p = open(5);
+  std::set<std::vector<float>> noise_seen;
+  int batches = 0;
+  while (auto b = p->next_batch()) {
+    ++batches;
+    const DLTensor* image = b->find("image");
+    const DLTensor* target = b->find("target");
+    ASSERT_TRUE(image && target);
+    ASSERT_EQ(element_count(*image), element_count(*target));
+    const auto* x = static_cast<const float*>(image->data);
+    const auto* y = static_cast<const float*>(target->data);
+    for (int64_t e = 0; e < image->shape[0]; ++e) {
+      std::vector<float> noise;
+      for (int k = 0; k < 16; ++k) {
+        EXPECT_EQ(y[e * 16 + k], y[e * 16]) << "the target is the clean image";
+        noise.push_back(x[e * 16 + k] - y[e * 16 + k]);
+      }
+      EXPECT_TRUE(noise_seen.insert(noise).second) << "every element of every epoch gets its own noise";
+    }
+  }
+  EXPECT_EQ(batches, 6);  // 2 epochs of 8 elements in batches of 3 (3, 3, 2 each)
+  EXPECT_EQ(all_batches(5), all_batches(5)) << "same run seed, same pairs";
+  EXPECT_NE(all_batches(5), all_batches(6)) << "another run seed, other noise";
+}
+
+TEST_F(DenoisingPipelineTest, AResumedRunRedrawsTheSamePairs) {
+  const auto whole = all_batches(9);
+  std::vector<PipelineState> states;
+  {
+    auto p = open(9);
+    while (p->next_batch()) states.push_back(p->state());
+  }
+  ASSERT_EQ(states.size(), whole.size());
+  for (size_t k : {size_t{1}, size_t{2}, size_t{4}}) {
+    auto p = open(9);
+    p->restore(states[k - 1]);
+    std::vector<BatchBytes> rest;
+    while (auto b = p->next_batch()) rest.push_back(bytes_of(*b));
+    EXPECT_EQ(rest, std::vector<BatchBytes>(whole.begin() + static_cast<std::ptrdiff_t>(k), whole.end()))
+        << "resumed after " << k << " batches";
+  }
 }

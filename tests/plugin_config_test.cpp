@@ -272,6 +272,39 @@ TEST(PluginConfig, StockTransforms) {
                   {{"/depth", "must be >= 1"}, {"/dtype", "must be one of"}});
 }
 
+// The sources and transforms for image-to-image pairs, judged without opening a file or creating anything (the
+// answer `ramjet validate` prints).
+TEST(PluginConfig, ArraySourcesAndPairTransforms) {
+  const auto& npy = component("stock_sources", RAMJET_KIND_DATA_SOURCE, "npy");
+  expect_fine(npy, {{"files", {{"image", "x.npy"}, {"label", "y.npy"}}}});
+  expect_problems(npy, {{"files", json::object()}}, {{"/files", "at least one tensor"}});
+  expect_problems(npy, {{"files", {{"image", 3}}}}, {{"/files/image", "must be a .npy file path"}});
+  expect_problems(npy, {{"file", "x.npy"}}, {{"/file", "did you mean 'files'?"}, {"/files", "required"}});
+  const auto& csv = component("stock_sources", RAMJET_KIND_DATA_SOURCE, "csv");
+  expect_fine(csv, {{"file", "t.csv"}, {"columns", {{"x", {"a", 2}}, {"y", "b"}}}, {"dtypes", {{"y", "float32"}}}});
+  expect_problems(csv, {{"file", "t.csv"}, {"header", false}, {"columns", {{"x", {"a", -1}}}}},
+                  {{"/columns/x/0", "header is false"}, {"/columns/x/1", "0-based index"}});
+  expect_problems(csv, {{"file", "t.csv"}, {"columns", {{"x", 0}}}, {"dtypes", {{"x", "int8"}, {"z", "int32"}}}},
+                  {{"/dtypes/x", "\"float32\" or \"int32\""}, {"/dtypes/z", "names no tensor"}});
+
+  auto transform = [](const char* name) -> const ramjet_component& {
+    return component("stock_transforms", RAMJET_KIND_TRANSFORM, name);
+  };
+  expect_fine(transform("copy"), {{"from", "image"}, {"to", "target"}});
+  expect_problems(transform("copy"), {{"from", "image"}, {"to", "image"}}, {{"/to", "must differ"}});
+  expect_fine(transform("blur"), {{"kind", "gaussian"}, {"size", 5}, {"sigma", 1.2}});
+  expect_problems(transform("blur"), {{"kind", "box"}, {"size", 2}}, {{"/size", "must be odd"}});
+  expect_problems(transform("blur"), {{"kind", "box"}, {"size", 3}, {"sigma", 1}}, {{"/sigma", "only to kind \"gaussian\""}});
+  expect_fine(transform("noise"), {{"kind", "salt_and_pepper"}, {"amount", 0.05}, {"clip", {0, 1}}});
+  expect_problems(transform("noise"), {{"kind", "gaussian"}, {"amount", 0.1}},
+                  {{"/stddev", "required"}, {"/amount", "does not apply"}});
+  expect_problems(transform("noise"), {{"kind", "gaussian"}, {"stddev", 1}, {"clip", {2, 1}}}, {{"/clip", "low <= high"}});
+  expect_fine(transform("downscale"), {{"factor", 4}, {"restore", "bilinear"}});
+  expect_problems(transform("downscale"), {{"factor", 0}, {"restore", "bicubic"}},
+                  {{"/factor", "must be >= 1"}, {"/restore", "must be one of"}});
+  expect_create_refuses(transform("noise"), {{"kind", "gaussian"}}, "/stddev");
+}
+
 // ---- stock_images and stock_records (optional plugins) -----------------------------------------------------------
 
 TEST(PluginConfig, StockImages) {

@@ -141,6 +141,7 @@ CsvSource::CsvSource(const ramjet::Config& config) {
     if (text.size() > declared_size_limit())
       throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, name + ": inflates to more than this machine's memory");
   }
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);  // the UTF-8 byte order mark spreadsheets write
   CsvReader csv(text, name);
   std::vector<std::string> cells;
   if (!csv.next(cells)) throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, name + ": the file is empty");

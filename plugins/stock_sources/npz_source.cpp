@@ -2,6 +2,7 @@
 
 #include <zip.h>
 
+#include <filesystem>
 #include <memory>
 
 namespace stock_sources {
@@ -147,6 +148,11 @@ void NpzSource::check(const nlohmann::json& config, ramjet::Problems& problems) 
 // create() has checked the configuration against fields() and check(); here the archive is read.
 NpzSource::NpzSource(const ramjet::Config& config) {
   const std::string file = config.path("file").string();
+  // A FIFO or device could block libzip's reads forever; a directory is a plain mistake.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec))
+    throw ramjet::Error(RAMJET_ERR_IO, config.where("file") + ": " + file +
+                                           (std::filesystem::exists(file, ec) ? ": not a regular file" : ": no such file"));
   int code = 0;
   std::unique_ptr<zip_t, ArchiveCloser> archive(zip_open(file.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code));
   if (!archive) {
