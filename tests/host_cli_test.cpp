@@ -66,7 +66,8 @@ TEST(HostCli, PluginsJsonListsEveryFieldPerPlugin) {
   EXPECT_EQ(s["version"], "0.1.0");
   EXPECT_EQ(s["abi"], (nlohmann::json{{"min", 2}, {"max", 2}}));
   EXPECT_EQ(s["library"], (stock_plugin_dir() / "libramjet_stock_sources.so").string());
-  EXPECT_EQ(s["components"]["data_source"], (nlohmann::json{"idx", "synthetic"}));
+  // npz needs libzip, which ./dev installs.
+  EXPECT_EQ(s["components"]["data_source"], (nlohmann::json{"idx", "synthetic", "npy", "csv", "npz"}));
   EXPECT_EQ(s["status"], "ok");
   EXPECT_FALSE(s.contains("load")) << "plain listing must not load libraries";
 }

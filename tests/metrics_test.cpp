@@ -287,6 +287,11 @@ TEST(RegressionRun, ShowsItsMetricsWritesPredictionsAndExportsInt8) {
   EXPECT_NE(bytes.find("'shape': (32, 12, 12, 1)"), std::string::npos) << bytes.substr(0, 10 + header);
   EXPECT_EQ(bytes.size(), 10 + header + 32 * 144 * 4);
   EXPECT_FALSE(fs::exists(dir / "out" / "classes.npy"));
+  for (const char* kept : {"inputs.npy", "targets.npy"}) {
+    std::ifstream f(dir / "out" / kept, std::ios::binary);
+    std::string all((std::istreambuf_iterator<char>(f)), {});
+    EXPECT_EQ(all.size(), bytes.size()) << kept << ": the same shape as the predictions";
+  }
   for (const char* png : {"00000.png", "00031.png"}) {
     std::ifstream f(dir / "out" / png, std::ios::binary);
     std::string head(8, '\0');

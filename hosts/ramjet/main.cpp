@@ -53,7 +53,7 @@ const char* kUsage =
     "                                                --nproc N: on N local ranks (data-parallel, gloo)\n"
     "  eval MANIFEST [--checkpoint FILE] [--precision float32|int8] [--batch N] [--threads N] [--json]\n"
     "       [--predictions DIR] [--trace FILE] [--set P=V]...\n"
-    "                                                accuracy and samples/s of a checkpoint on the eval data\n"
+    "                                                a checkpoint's metrics and samples/s on the eval data\n"
     "  generate MANIFEST --prompt TEXT [--tokens N] [--temperature T] [--top-k K] [--seed S] [--checkpoint FILE]\n"
     "       [--threads N] [--json] [--set P=V]...\n"
     "                                                sample text from a trained language model's checkpoint\n"

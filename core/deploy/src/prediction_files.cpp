@@ -91,22 +91,27 @@ std::vector<std::filesystem::path> write_prediction_files(const std::filesystem:
   std::vector<std::filesystem::path> written;
   std::filesystem::create_directories(dir);
   const int64_t samples = result.samples;
-  if (!result.outputs.empty()) {
+  auto write_npy = [&](const char* name, const Evaluation::Kept& kept) {
+    if (kept.values.empty()) return;
     std::vector<int64_t> shape = {samples};
-    shape.insert(shape.end(), result.output_shape.begin(), result.output_shape.end());
-    written.push_back(dir / "predictions.npy");
-    write_file_atomically(written.back(), npy_bytes("<f4", shape, result.outputs.data(), result.outputs.size() * sizeof(float)));
-  }
+    shape.insert(shape.end(), kept.shape.begin(), kept.shape.end());
+    written.push_back(dir / name);
+    write_file_atomically(written.back(), npy_bytes("<f4", shape, kept.values.data(), kept.values.size() * sizeof(float)));
+  };
+  write_npy("predictions.npy", result.outputs);
+  write_npy("inputs.npy", result.inputs);
+  write_npy("targets.npy", result.targets);
   if (!result.predictions.empty()) {
     written.push_back(dir / "classes.npy");
     write_file_atomically(written.back(), npy_bytes("<i4", {static_cast<int64_t>(result.predictions.size())},
                                                     result.predictions.data(), result.predictions.size() * sizeof(int32_t)));
   }
-  if (is_image(result.output_shape) && !result.outputs.empty()) {
-    const int64_t h = result.output_shape[0], w = result.output_shape[1], c = result.output_shape[2];
+  const std::vector<int64_t>& image = result.outputs.shape;
+  if (is_image(image) && !result.outputs.values.empty()) {
+    const int64_t h = image[0], w = image[1], c = image[2];
     for (int64_t i = 0; i < samples; ++i) {
       written.push_back(dir / example_name(i, samples, ".png"));
-      write_file_atomically(written.back(), png_bytes(result.outputs.data() + i * h * w * c, h, w, c, max_val));
+      write_file_atomically(written.back(), png_bytes(result.outputs.values.data() + i * h * w * c, h, w, c, max_val));
     }
   }
   return written;

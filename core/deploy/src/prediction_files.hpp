@@ -1,7 +1,8 @@
 // `ramjet eval --predictions DIR`: what the model predicted, as files other tools read. predictions.npy holds every
-// scored output (float32 [samples, ...]); a classifier's top classes go to classes.npy (int32 [samples]); an image
-// output ([height, width, 1|3|4]) is also written as one PNG per example, its values mapped from [0, max_val] to
-// [0, 255] and clamped.
+// scored output (float32 [samples, ...]), inputs.npy and targets.npy the model's first input and the labels where
+// they are float32; a classifier's top classes go to classes.npy (int32 [samples]); an image output
+// ([height, width, 1|3|4]) is also written as one PNG per example, its values mapped from [0, max_val] to [0, 255]
+// and clamped.
 #pragma once
 
 #include "ramjet/train/evaluation.hpp"

@@ -25,15 +25,14 @@ bool is_class_rows(const DLTensor* out, int64_t n) {
   return out != nullptr && out->dtype.code == kDLFloat && out->dtype.bits == 32 && out->ndim == 2 && out->shape[0] == n;
 }
 
-void keep_outputs(const DLTensor& out, Evaluation& result) {
-  if (out.dtype.code != kDLFloat || out.dtype.bits != 32) return;
-  if (result.output_shape.empty()) result.output_shape.assign(out.shape + 1, out.shape + out.ndim);
-  const int64_t count = element_count(out);
-  const float* values = static_cast<const float*>(first_byte(out));
-  result.outputs.insert(result.outputs.end(), values, values + count);
-}
-
 }  // namespace
+
+void Evaluation::Kept::append(const DLTensor& batch) {
+  if (batch.dtype.code != kDLFloat || batch.dtype.bits != 32 || batch.ndim < 1) return;
+  if (values.empty()) shape.assign(batch.shape + 1, batch.shape + batch.ndim);
+  const float* v = static_cast<const float*>(first_byte(batch));
+  values.insert(values.end(), v, v + element_count(batch));
+}
 
 std::optional<double> Evaluation::metric(const std::string& name) const {
   for (const auto& [n, v] : metrics)
@@ -93,7 +92,10 @@ Evaluation evaluate_program(Program& program, const nlohmann::json& graph, Input
     if (keep_predictions) {
       if (is_class_rows(out, n) && labels->dtype.code != kDLFloat)
         top_classes(static_cast<const float*>(first_byte(*out)), n, out->shape[1], result.predictions);
-      keep_outputs(*out, result);
+      result.outputs.append(*out);
+      if (const DLTensor* input = batch->find(graph.at("inputs").at(0).at("name").get<std::string>()))
+        result.inputs.append(*input);
+      result.targets.append(*labels);
     }
     if (loss != nullptr && loss->dtype.code == kDLFloat && loss->dtype.bits == 32)
       loss_sum += static_cast<double>(*static_cast<const float*>(first_byte(*loss))) * static_cast<double>(weight);

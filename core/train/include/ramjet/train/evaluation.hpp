@@ -23,10 +23,15 @@ struct Evaluation {
   int64_t samples = 0;
   double samples_per_s = 0;    // steady state: full batches after the first, forward calls only
   // With keep_predictions: each example's top class (classifiers), and every scored output as float32, example
-  // after example, each of output_shape.
+  // after example, each of its shape; the model's first input and the labels too where they are float32 (an
+  // image-to-image model's degraded input and clean target, beside what it restored).
+  struct Kept {
+    std::vector<float> values;
+    std::vector<int64_t> shape;  // per example
+    void append(const DLTensor& batch);
+  };
   std::vector<int32_t> predictions;
-  std::vector<float> outputs;
-  std::vector<int64_t> output_shape;
+  Kept outputs, inputs, targets;
 
   std::optional<double> metric(const std::string& name) const;
   nlohmann::json to_json() const;
