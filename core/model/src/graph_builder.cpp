@@ -233,7 +233,7 @@ class Builder {
       std::vector<std::string> names;
       for (const auto& [n, r] : layer_rules()) names.push_back(n);
       const auto guess = ramjet::closest_word(type, names);
-      fail(p + "/type", "unknown layer type " + ramjet::quote_value(type, 60) +
+      fail(p + "/type", "unknown layer type '" + (type.size() > 60 ? type.substr(0, 60) + "..." : type) + "'" +
                             (guess ? " (did you mean '" + *guess + "'?)" : "") + "; the types are: " + rule_names());
     }
     // Fields a layer does not read are mistakes (a typo in "filters" must not silently use a default).
