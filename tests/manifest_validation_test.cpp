@@ -181,6 +181,16 @@ std::vector<Case> cases() {
   c.push_back(edit("SoftmaxBeforeLogitsLossWarns",
                    [](json& d) { d["model"]["layers"].push_back({{"type", "softmax"}}); },
                    {"warning", "m.json#/model/layers/3", "softmax", "logits", "valid (with warnings)"}, 0));
+  c.push_back(edit("SigmoidBeforeBinaryLossWarns",
+                   [](json& d) {
+                     for (const char* p : {"train", "eval"})
+                       d["data"][p]["source"]["tensors"]["label"] = {{"shape", {1}}, {"dtype", "float32"}};
+                     d["model"]["layers"][2] = {{"type", "dense"}, {"units", 1}, {"activation", "sigmoid"}};
+                     d["model"]["loss"] = {{"type", "binary_cross_entropy"}};
+                   },
+                   {"warning", "m.json#/model/layers/2/activation", "sigmoid", "binary_cross_entropy"}, 0));
+  c.push_back(set("LossTypeTypo", "/model/loss/type", "binary_crossentropy",
+                  {"m.json#/model/loss/type", "did you mean 'binary_cross_entropy'?"}));
   return c;
 }
 

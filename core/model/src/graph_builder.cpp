@@ -43,6 +43,11 @@ std::string unknown_field(const std::string& key, const std::vector<std::string>
   return message + "; expected " + (list.empty() ? "none" : list);
 }
 
+std::string did_you_mean(const std::string& word, const std::set<std::string>& known) {
+  auto guess = ramjet::closest_word(word, std::vector<std::string>(known.begin(), known.end()));
+  return guess ? " (did you mean '" + *guess + "'?)" : "";
+}
+
 class Builder {
  public:
   Builder(const Origin& origin, std::string pointer) : origin_(origin), root_(std::move(pointer)) {}
@@ -133,8 +138,8 @@ class Builder {
       fail(p, "must be an object with a \"type\"");
     const std::string type = loss["type"];
     if (!kLosses.count(type))
-      fail(p + "/type", "unknown loss '" + type +
-                            "' (expected sparse_softmax_cross_entropy, categorical_cross_entropy, binary_cross_entropy, mse, l1)");
+      fail(p + "/type", "unknown loss '" + type + "'" + did_you_mean(type, kLosses) + " (" +
+                            "expected sparse_softmax_cross_entropy, categorical_cross_entropy, binary_cross_entropy, mse, l1)");
     const bool sparse = type == "sparse_softmax_cross_entropy";
     const bool logits = sparse || type == "categorical_cross_entropy" || type == "binary_cross_entropy";
     for (const auto& [key, value] : loss.items()) {
