@@ -7,6 +7,8 @@
 #include "test_support.hpp"
 
 #include "../hosts/ramjet/escaped_json_error.hpp"
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/failure.hpp"
 
 #include <gtest/gtest.h>
 
@@ -251,6 +253,23 @@ TEST(ManifestValidationLastResort, EscapedJsonErrorNamesTheManifest) {
       EXPECT_EQ(err.str().find("json.exception"), std::string::npos) << err.str();
       EXPECT_EQ(err.str().find(e.what()), std::string::npos) << err.str();
     }
+  }
+}
+
+// A plugin that read its configuration without checking it reports the library's text through its status; the
+// host keeps the place (`what`) and the library's reason, in words, without the "[json.exception...]" tag.
+TEST(ManifestValidationLastResort, PluginJsonLibraryTagIsReplaced) {
+  ramjet_error error;
+  error.message = "[json.exception.type_error.302] type must be string, but is number";
+  try {
+    ramjet::core::throw_on_error(RAMJET_ERR_INVALID_ARGUMENT, error, "stock_sources/idx at m.json#/data/train/source: create");
+    FAIL() << "a failing status did not throw";
+  } catch (const ramjet::core::InvalidInput& e) {
+    const std::string text = e.what();
+    EXPECT_EQ(text.find("json.exception"), std::string::npos) << text;
+    EXPECT_NE(text.find("m.json#/data/train/source"), std::string::npos) << text;
+    EXPECT_NE(text.find("a configuration value of the wrong type: type must be string, but is number"),
+              std::string::npos) << text;
   }
 }
 
