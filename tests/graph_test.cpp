@@ -117,19 +117,22 @@ TEST_F(GraphTest, ErrorsNameTheLayerPointerAndTheProblem) {
   EXPECT_EQ(build(model).ir["labels"]["shape"], (nlohmann::json{5, 5}));  // a class per position
   model = keras_cnn();
   model["layers"][0] = {{"type", "embedding"}, {"input_dim", 10}, {"output_dim", 4}};
-  EXPECT_EQ(error(model), "/model/layers/0: embedding reads int32 token IDs, but 'image' is float32");
+  EXPECT_EQ(error(model), "/model/layers/0: layer 'embedding': embedding reads int32 token IDs, but 'image' is float32");
   model = keras_cnn();
   model["input"]["second"] = {4};
   EXPECT_EQ(error(model), "/model/layers/0/inputs: the model has several inputs: name the one this layer reads");
   model = keras_cnn();
   model["layers"][0]["filter"] = 3;
-  EXPECT_EQ(error(model), "/model/layers/0/filter: unknown field for a conv2d layer");
+  EXPECT_NE(error(model).find("/model/layers/0/filter: unknown field 'filter' for a conv2d layer (did you mean 'filters'?)"),
+            std::string::npos);
   model = keras_cnn();
   model["layers"][2]["kernel"] = 30;
-  EXPECT_NE(error(model).find("/model/layers/2: the 30x30 kernel does not fit the input [13, 13, 32]"), std::string::npos);
+  EXPECT_NE(error(model).find("/model/layers/2: layer 'conv2d_1': the 30x30 kernel does not fit the input [13, 13, 32]"),
+            std::string::npos);
   model = keras_cnn();
   model["layers"][1] = {{"type", "maxpool"}};
-  EXPECT_NE(error(model).find("/model/layers/1/type: unknown layer type 'maxpool'"), std::string::npos);
+  EXPECT_NE(error(model).find("/model/layers/1/type: unknown layer type 'maxpool' (did you mean 'max_pool'?)"),
+            std::string::npos);
   model = keras_cnn();
   model["layers"][5]["inputs"] = "nowhere";
   EXPECT_EQ(error(model), "/model/layers/5/inputs: no earlier layer or input is named 'nowhere'");
@@ -145,7 +148,9 @@ TEST_F(GraphTest, ErrorsNameTheLayerPointerAndTheProblem) {
   EXPECT_EQ(error(model), "/model/loss/label_smoothing: must be a number in [0, 1), got 1.5");
   model = keras_cnn();
   model["loss"]["typo"] = 1;
-  EXPECT_EQ(error(model), "/model/loss/typo: unknown field for a sparse_softmax_cross_entropy loss");
+  EXPECT_NE(error(model).find("/model/loss/typo: unknown field 'typo' for a sparse_softmax_cross_entropy loss (did you "
+                              "mean 'type'?)"),
+            std::string::npos);
 }
 
 TEST_F(GraphTest, InitialParametersAreSeededAndFollowKerasInitializers) {

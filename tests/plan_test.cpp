@@ -16,8 +16,8 @@ namespace {
 nlohmann::json valid_doc() {
   return nlohmann::json::parse(R"({
     "seed": 3,
-    "data": {"train": {"source": {"type": "synthetic", "count": 8, "tensors": {"x": {"shape": [4]}}}, "batch": 4},
-             "eval": {"source": {"type": "synthetic", "count": 8, "tensors": {"x": {"shape": [4]}}}}},
+    "data": {"train": {"source": {"type": "synthetic", "count": 8, "tensors": {"x": {"shape": [4]}, "label": {"shape": [2]}}}, "batch": 4},
+             "eval": {"source": {"type": "synthetic", "count": 8, "tensors": {"x": {"shape": [4]}, "label": {"shape": [2]}}}}},
     "model": {"input": {"x": [4]}, "layers": [{"type": "dense", "units": 2}], "loss": {"type": "mse"}},
     "train": {"backend": "cpu", "precision": "mixed_bfloat16", "optimizer": {"type": "adam", "learning_rate": 0.01}},
     "export": {"quantizer": "int8", "format": "tflite", "path": "out/m.tflite",

@@ -203,9 +203,11 @@ void expect_create_refuses(const ramjet_component& c, const json& config, const 
 
 TEST(PluginConfig, IdxSource) {
   const auto& idx = component("stock_sources", RAMJET_KIND_DATA_SOURCE, "idx");
-  // No file is opened to judge: these paths need not exist.
-  expect_fine(idx, {{"images", "train-images.gz"}, {"labels", "train-labels.gz"}, {"num_classes", 10},
-                    {"image_key", "x"}, {"label_key", "y"}});
+  // No file is opened to judge, but the files must be there (check_files): any existing file will do.
+  const std::string file = std::string(RAMJET_TEST_PLUGIN_DIR) + "/stock_sources.json";
+  expect_fine(idx, {{"images", file}, {"labels", file}, {"num_classes", 10}, {"image_key", "x"}, {"label_key", "y"}});
+  expect_problems(idx, {{"images", "train-images.gz"}, {"labels", RAMJET_TEST_PLUGIN_DIR}},
+                  {{"/images", "/nonexistent/train-images.gz: no such file"}, {"/labels", "is a folder, not a file"}});
   expect_problems(idx, {{"imagez", "a.gz"}}, {{"/imagez", "unknown field 'imagez' (did you mean 'images'?)"},
                                               {"/images", "required field is missing"}});
   expect_problems(idx, {{"images", 3}}, {{"/images", "must be a string"}});
@@ -310,7 +312,8 @@ TEST(PluginConfig, ArraySourcesAndPairTransforms) {
 TEST(PluginConfig, StockImages) {
   if (!built("stock_images")) GTEST_SKIP() << "stock_images is not built here (libpng or libjpeg missing)";
   const auto& folder = component("stock_images", RAMJET_KIND_DATA_SOURCE, "image_folder");
-  expect_fine(folder, {{"root", "photos"}, {"extensions", {".PNG", "jpg"}}, {"decode", false}, {"channels", 3}});
+  expect_fine(folder, {{"root", RAMJET_TEST_PLUGIN_DIR}, {"extensions", {".PNG", "jpg"}}, {"decode", false}, {"channels", 3}});
+  expect_problems(folder, {{"root", "photos"}}, {{"/root", "/nonexistent/photos: no such folder"}});
   expect_problems(folder, json::object(), {{"/root", "required field is missing"}});
   expect_problems(folder, {{"root", "r"}, {"channels", 2}, {"extensions", json::array()}},
                   {{"/channels", "must be 0 (as stored), 1 (gray) or 3 (RGB)"}, {"/extensions", "must not be empty"}});
@@ -323,7 +326,9 @@ TEST(PluginConfig, StockRecords) {
   if (!built("stock_records")) GTEST_SKIP() << "stock_records is not built here (protobuf missing)";
   const auto& tfrecord = component("stock_records", RAMJET_KIND_DATA_SOURCE, "tfrecord");
   const json label = {{"type", "int64"}, {"shape", json::array()}, {"dtype", "int32"}};
-  expect_fine(tfrecord, {{"files", "data/*.tfrecord"}, {"features", {{"label", label}, {"image", {{"type", "bytes"}}}}}});
+  const json features = {{"label", label}, {"image", {{"type", "bytes"}}}};
+  expect_fine(tfrecord, {{"files", std::string(RAMJET_TEST_PLUGIN_DIR) + "/*.json"}, {"features", features}});
+  expect_problems(tfrecord, {{"files", "data/*.tfrecord"}, {"features", features}}, {{"/files", "matches no files"}});
   expect_problems(tfrecord, {{"files", 42}, {"features", json::object()}},
                   {{"/files", "a path, a glob pattern"}, {"/features", "at least one feature"}});
   expect_problems(tfrecord, {{"files", {"a"}}, {"features", {{"label", {{"type", "string"}}}}}},

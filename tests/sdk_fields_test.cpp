@@ -1,10 +1,14 @@
 // Declared configuration fields (sdk/include/ramjet/sdk/fields.hpp): every problem is found, located by its JSON
 // pointer, and said in words a pipeline author can act on.
 #include <ramjet/sdk/fields.hpp>
+#include <ramjet/sdk/file_check.hpp>
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 
@@ -190,4 +194,37 @@ TEST(SdkFields, ClosestWordOnlyGuessesLikelyTypos) {
   EXPECT_EQ(ramjet::closest_word("xyz", {"learning_rate", "momentum"}), std::nullopt);
   EXPECT_EQ(ramjet::closest_word("ab", {"ba", "abc"}), "abc");  // one edit beats two
   EXPECT_EQ(ramjet::closest_word("ab", {"ax", "ay"}), "ax");    // the first of equally close candidates
+}
+
+// check_paths (ramjet/sdk/file_check.hpp), what a source's check_files uses: paths resolved against the manifest's
+// folder, each entry of an array at its own pointer, a pattern that must match something.
+TEST(SdkFields, CheckPathsNamesWhatIsNotThere) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::temp_directory_path() / ("ramjet_check_paths_" + std::to_string(::getpid()));
+  fs::create_directories(folder / "sub");
+  std::ofstream(folder / "a.rec") << "x";
+  const std::string config_text =
+      R"({"one": "a.rec", "many": ["a.rec", "b.rec", "*.rec", "*.none"], "dir": "sub", "not_dir": "a.rec"})";
+  const std::string base = folder.string();
+  const ramjet_create_info info{sizeof(ramjet_create_info), RAMJET_ABI_VERSION, config_text.c_str(), base.c_str(),
+                                "m.json#/src", 1, 1, 0};
+  const ramjet::Config config(info);
+  Problems problems;
+  ramjet::check_paths(config, "one", ramjet::PathKind::kFile, false, problems);
+  ramjet::check_paths(config, "absent_field", ramjet::PathKind::kFile, false, problems);
+  EXPECT_TRUE(problems.empty());
+  ramjet::check_paths(config, "many", ramjet::PathKind::kFile, true, problems);
+  ramjet::check_paths(config, "dir", ramjet::PathKind::kFile, false, problems);
+  ramjet::check_paths(config, "dir", ramjet::PathKind::kFolder, false, problems);
+  ramjet::check_paths(config, "not_dir", ramjet::PathKind::kFolder, false, problems);
+  ASSERT_EQ(problems.size(), 4u);
+  EXPECT_EQ(problems[0].pointer, "/many/1");
+  EXPECT_EQ(problems[0].message, (folder / "b.rec").string() + ": no such file");
+  EXPECT_EQ(problems[1].pointer, "/many/3");
+  EXPECT_NE(problems[1].message.find("matches no files"), std::string::npos);
+  EXPECT_EQ(problems[2].pointer, "/dir");
+  EXPECT_NE(problems[2].message.find("is a folder, not a file"), std::string::npos);
+  EXPECT_EQ(problems[3].pointer, "/not_dir");
+  EXPECT_NE(problems[3].message.find("is not a folder"), std::string::npos);
+  fs::remove_all(folder);
 }

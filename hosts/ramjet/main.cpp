@@ -1,6 +1,8 @@
 // The `ramjet` command: parses the command line, reads the manifest into a plan, calls the core, prints. Nothing
 // else lives here; the commands are listed in kUsage below and in the README.
 // Exit codes: 0 success, 2 bad usage or invalid input, 1 runtime failure.
+#include "escaped_json_error.hpp"
+
 #include "ramjet/deploy/generate.hpp"
 #include "ramjet/deploy/model_eval.hpp"
 #include "ramjet/model/graph.hpp"
@@ -127,12 +129,21 @@ nlohmann::json traced(const po::variables_map& vm, Work&& work) {
   return report;
 }
 
+// The manifest being read, for the last-resort message in main().
+std::string g_manifest_name;
+
 PipelineManifest manifest_from(const po::variables_map& vm) {
   if (!vm.count("manifest")) throw po::error("missing MANIFEST");
+  g_manifest_name = vm["manifest"].as<std::string>();
   PipelineManifest manifest = load_pipeline_manifest(vm["manifest"].as<std::string>());
   if (vm.count("set"))
     for (const auto& assignment : vm["set"].as<std::vector<std::string>>()) apply_override(manifest, assignment);
   return manifest;
+}
+
+// Mistakes that still train: on stderr, before the work, so they are seen even when --quiet.
+void print_warnings(const PipelineManifest& manifest, const Plan& plan) {
+  for (const auto& w : plan.warnings) std::cerr << "ramjet: warning: " << manifest.where(w.pointer) << ": " << w.message << "\n";
 }
 
 int command_validate(const std::vector<std::string>& args) {
@@ -141,8 +152,9 @@ int command_validate(const std::vector<std::string>& args) {
   if (!parse_manifest_command(args, options, vm)) return kExitOk;
   PipelineManifest manifest = manifest_from(vm);
   PluginRegistry registry(discovery_options_from_environment());
-  require_plan(manifest, registry);
-  std::cout << manifest.path.string() << ": valid\n";
+  const Plan plan = require_plan(manifest, registry);
+  print_warnings(manifest, plan);
+  std::cout << manifest.path.string() << ": valid" << (plan.warnings.empty() ? "" : " (with warnings)") << "\n";
   return kExitOk;
 }
 
@@ -168,6 +180,7 @@ int command_running(const std::vector<std::string>& args, bool whole_run) {
   }
   if (whole_run) adopt_mpirun_rank(manifest);
   const Plan plan = require_plan(manifest, registry);
+  print_warnings(manifest, plan);
   if (vm.count("report")) refuse_unwritable(vm["report"].as<std::string>(), "--report");
   if (vm.count("trace")) refuse_unwritable(vm["trace"].as<std::string>(), "--trace");
   RunOptions run_options;
@@ -359,6 +372,8 @@ int main(int argc, char** argv) {
   } catch (const InvalidInput& e) {
     std::cerr << "ramjet: error: " << excerpt(e.what(), kMessageLimit) << "\n";
     return kExitUsage;
+  } catch (const nlohmann::json::exception& e) {
+    return ramjet::host::report_escaped_json_error(e, g_manifest_name, std::cerr);
   } catch (const std::bad_alloc&) {
     std::cerr << "ramjet: failed: out of memory (an allocation was refused; a smaller batch, model or cache needs "
                  "less)\n";

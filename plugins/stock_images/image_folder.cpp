@@ -90,6 +90,10 @@ ramjet::Fields ImageFolder::fields() {
           Field::string("label_key").fallback("label")};
 }
 
+void ImageFolder::check_files(const ramjet::Config& config, ramjet::Problems& problems) {
+  ramjet::check_paths(config, "root", ramjet::PathKind::kFolder, false, problems);
+}
+
 // create() has checked the configuration against fields(); here it is read, and the folders listed.
 ImageFolder::ImageFolder(const ramjet::Config& config) {
   const nlohmann::json c = fields().with_defaults(config.json());

@@ -22,6 +22,7 @@ namespace stock_images {
 class ImageFolder {
  public:
   static ramjet::Fields fields();
+  static void check_files(const ramjet::Config& config, ramjet::Problems& problems);  // root is a folder
   explicit ImageFolder(const ramjet::Config& config);
   int64_t cardinality() const { return static_cast<int64_t>(files_.size()); }
   nlohmann::json element_spec() const;

@@ -169,6 +169,10 @@ void TFRecordSource::check(const nlohmann::json& config, ramjet::Problems& probl
   }
 }
 
+void TFRecordSource::check_files(const ramjet::Config& config, ramjet::Problems& problems) {
+  ramjet::check_paths(config, "files", ramjet::PathKind::kFile, true, problems);
+}
+
 // create() has checked the configuration against fields() and check(); here the files are found.
 TFRecordSource::TFRecordSource(const ramjet::Config& config)
     : files_(files_from_config(config)), features_(features_from_config(config)),

@@ -33,7 +33,8 @@ namespace stock_records {
 class TFRecordSource {
  public:
   static ramjet::Fields fields();
-  static void check(const nlohmann::json& config, ramjet::Problems& problems);  // each entry of "features"
+  static void check(const nlohmann::json& config, ramjet::Problems& problems);
+  static void check_files(const ramjet::Config& config, ramjet::Problems& problems);  // files and patterns match  // each entry of "features"
   explicit TFRecordSource(const ramjet::Config& config);
   ~TFRecordSource();
 

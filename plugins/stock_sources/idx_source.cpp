@@ -28,6 +28,10 @@ ramjet::Fields IdxSource::fields() {
           Field::integer("num_classes").at_least(1).doc("labels outside [0, num_classes) are corrupt data")};
 }
 
+void IdxSource::check_files(const ramjet::Config& config, ramjet::Problems& problems) {
+  for (const char* key : {"images", "labels"}) ramjet::check_paths(config, key, ramjet::PathKind::kFile, false, problems);
+}
+
 // create() has checked the configuration against fields(); here it is read, and the files opened.
 IdxSource::IdxSource(const ramjet::Config& config) : images_(read_idx(config.path("images"))) {
   const nlohmann::json c = fields().with_defaults(config.json());

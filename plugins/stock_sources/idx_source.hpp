@@ -18,6 +18,7 @@ namespace stock_sources {
 class IdxSource {
  public:
   static ramjet::Fields fields();
+  static void check_files(const ramjet::Config& config, ramjet::Problems& problems);  // images, labels exist
   explicit IdxSource(const ramjet::Config& config);
   int64_t cardinality() const { return images_.dims[0]; }
   nlohmann::json element_spec() const;

@@ -140,6 +140,11 @@ void TextSource::check(const nlohmann::json& config, ramjet::Problems& problems)
   }
 }
 
+// The vocabulary file may not exist yet (it is built and written then); the corpus must.
+void TextSource::check_files(const ramjet::Config& config, ramjet::Problems& problems) {
+  ramjet::check_paths(config, "files", ramjet::PathKind::kFile, true, problems);
+}
+
 // create() has checked the configuration against fields() and check(); here the corpus is read and tokenized.
 TextSource::TextSource(const ramjet::Config& config) {
   const nlohmann::json c = fields().with_defaults(config.json());

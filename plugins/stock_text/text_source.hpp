@@ -27,6 +27,7 @@ class TextSource {
 
   static ramjet::Fields fields();
   static void check(const nlohmann::json& config, ramjet::Problems& problems);  // entries of files, split; vocabulary
+  static void check_files(const ramjet::Config& config, ramjet::Problems& problems);  // the corpus files exist
   explicit TextSource(const ramjet::Config& config);
   int64_t cardinality() const { return count_; }
   nlohmann::json element_spec() const;

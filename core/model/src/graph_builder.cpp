@@ -34,6 +34,21 @@ std::string rule_names() {
 const std::set<std::string> kLosses = {"sparse_softmax_cross_entropy", "categorical_cross_entropy",
                                        "binary_cross_entropy", "mse", "l1"};
 
+// "unknown field 'x' (did you mean 'y'?); expected a, b": a typo names the word it missed.
+std::string unknown_field(const std::string& key, const std::vector<std::string>& known, const std::string& what) {
+  // A key can be megabytes long: only its start is echoed.
+  std::string message = "unknown field '" + (key.size() > 60 ? key.substr(0, 60) + "..." : key) + "'" + what;
+  if (auto guess = ramjet::closest_word(key, known)) message += " (did you mean '" + *guess + "'?)";
+  std::string list;
+  for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+  return message + "; expected " + (list.empty() ? "none" : list);
+}
+
+std::string did_you_mean(const std::string& word, const std::set<std::string>& known) {
+  auto guess = ramjet::closest_word(word, std::vector<std::string>(known.begin(), known.end()));
+  return guess ? " (did you mean '" + *guess + "'?)" : "";
+}
+
 class Builder {
  public:
   Builder(const Origin& origin, std::string pointer) : origin_(origin), root_(std::move(pointer)) {}
@@ -42,7 +57,8 @@ class Builder {
     if (!model.is_object()) fail(root_, "the model must be an object");
     for (const auto& [key, value] : model.items())
       if (key != "input" && key != "layers" && key != "outputs" && key != "loss" && key != "metrics")
-        fail(root_ + "/" + key, "unknown field (expected input, layers, outputs, loss, metrics)");
+        fail(root_ + "/" + ramjet::pointer_token(key),
+             unknown_field(key, {"input", "layers", "outputs", "loss", "metrics"}, ""));
     read_inputs(model);
     auto layers = model.find("layers");
     if (layers == model.end() || !layers->is_array() || layers->empty())
@@ -78,7 +94,8 @@ class Builder {
       std::string dtype = "float32";
       if (spec.is_object()) {
         for (const auto& [key, value] : spec.items())
-          if (key != "shape" && key != "dtype") fail(p + "/" + key, "unknown field (expected shape, dtype)");
+          if (key != "shape" && key != "dtype")
+            fail(p + "/" + ramjet::pointer_token(key), unknown_field(key, {"shape", "dtype"}, ""));
         if (!spec.contains("shape")) fail(p + "/shape", "required field is missing");
         shape = &spec["shape"];
         if (spec.contains("dtype")) {
@@ -124,8 +141,8 @@ class Builder {
       fail(p, "must be an object with a \"type\"");
     const std::string type = loss["type"];
     if (!kLosses.count(type))
-      fail(p + "/type", "unknown loss '" + type +
-                            "' (expected sparse_softmax_cross_entropy, categorical_cross_entropy, binary_cross_entropy, mse, l1)");
+      fail(p + "/type", "unknown loss '" + type + "'" + did_you_mean(type, kLosses) + " (" +
+                            "expected sparse_softmax_cross_entropy, categorical_cross_entropy, binary_cross_entropy, mse, l1)");
     const bool sparse = type == "sparse_softmax_cross_entropy";
     const bool logits = sparse || type == "categorical_cross_entropy" || type == "binary_cross_entropy";
     for (const auto& [key, value] : loss.items()) {
@@ -133,7 +150,13 @@ class Builder {
       const bool known = common.count(key) || (sparse && key == "ignore_label") ||
                          ((sparse || type == "categorical_cross_entropy") && key == "label_smoothing") ||
                          (logits && key == "from_logits");
-      if (!known) fail(p + "/" + key, "unknown field for a " + type + " loss");
+      if (!known) {
+        std::vector<std::string> fields(common.begin(), common.end());
+        if (sparse) fields.push_back("ignore_label");
+        if (sparse || type == "categorical_cross_entropy") fields.push_back("label_smoothing");
+        if (logits) fields.push_back("from_logits");
+        fail(p + "/" + ramjet::pointer_token(key), unknown_field(key, fields, " for a " + type + " loss"));
+      }
     }
     if (logits && loss.contains("from_logits") && loss["from_logits"] != true)
       fail(p + "/from_logits", type + " reads logits (the layer before the softmax): only true is supported");
@@ -223,12 +246,21 @@ class Builder {
       fail(p, "a layer must be an object with a \"type\"");
     const std::string type = layer["type"];
     auto rule = layer_rules().find(type);
-    if (rule == layer_rules().end()) fail(p + "/type", "unknown layer type '" + type + "' (" + rule_names() + ")");
+    if (rule == layer_rules().end()) {
+      std::vector<std::string> names;
+      for (const auto& [n, r] : layer_rules()) names.push_back(n);
+      const auto guess = ramjet::closest_word(type, names);
+      fail(p + "/type", "unknown layer type '" + (type.size() > 60 ? type.substr(0, 60) + "..." : type) + "'" +
+                            (guess ? " (did you mean '" + *guess + "'?)" : "") + "; the types are: " + rule_names());
+    }
     // Fields a layer does not read are mistakes (a typo in "filters" must not silently use a default).
     for (const auto& [key, value] : layer.items()) {
       (void)value;
-      if (key != "type" && key != "name" && key != "inputs" && !rule->second.fields.count(key))
-        fail(p + "/" + key, "unknown field for a " + type + " layer");
+      if (key != "type" && key != "name" && key != "inputs" && !rule->second.fields.count(key)) {
+        std::vector<std::string> fields(rule->second.fields.begin(), rule->second.fields.end());
+        for (const char* common : {"type", "name", "inputs"}) fields.push_back(common);
+        fail(p + "/" + ramjet::pointer_token(key), unknown_field(key, fields, " for a " + type + " layer"));
+      }
     }
     const auto inputs = layer_inputs(layer, p, previous);
     std::vector<InputInfo> info;

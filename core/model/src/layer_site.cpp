@@ -40,7 +40,8 @@ const std::set<std::string> kInitializers = {"glorot_uniform", "glorot_normal", 
 
 void LayerSite::fail_at(const std::string& field, const std::string& message) const {
   const std::string p = field.empty() ? pointer_ : pointer_ + "/" + field;
-  throw ManifestError(origin_.where(p), p, message);
+  // A problem of the whole layer (its input's rank or size) names the layer, which the pointer gives only by index.
+  throw ManifestError(origin_.where(p), p, field.empty() ? "layer '" + name_ + "': " + message : message);
 }
 
 const Shape& LayerSite::single() const {

@@ -1,7 +1,9 @@
 #include "ramjet/plan/plan.hpp"
 
+#include "data_model_match.hpp"
 #include "data_section.hpp"
 #include "export_section.hpp"
+#include "model_warnings.hpp"
 #include "section_reader.hpp"
 #include "train_section.hpp"
 
@@ -164,6 +166,7 @@ PlanReading read_plan(const PipelineManifest& manifest, PluginRegistry& registry
   if (doc.contains("model")) {
     try {
       plan.graph = build_graph(doc["model"], plan.origin, "/model");
+      plan.warnings = model_warnings(*plan.graph, "/model");
     } catch (const ManifestError& e) {
       reader.add(e.pointer, e.message);
     }
@@ -189,6 +192,8 @@ PlanReading read_plan(const PipelineManifest& manifest, PluginRegistry& registry
       reader.add(plan.train->precision ? plan.train->precision->pointer : "/train", e.what());
     }
   }
+  // Last, as it reads the data's first element: only a manifest with no other problem is worth it.
+  if (out.problems.empty()) check_data_against_model(plan, reader);
   return out;
 }
 

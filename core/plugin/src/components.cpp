@@ -7,10 +7,32 @@
 
 namespace ramjet::core {
 
+namespace {
+
+// A plugin that read a configuration value without checking it first reports the JSON library's exception text
+// ("[json.exception.type_error.302] type must be string, but is number"). `what` already names the component and
+// its place in the manifest; the library's tag is replaced by words a user can act on.
+std::string without_json_library_tag(std::string message) {
+  const std::string tag = "[json.exception.";
+  for (size_t at = message.find(tag); at != std::string::npos; at = message.find(tag, at)) {
+    const size_t end = message.find("] ", at);
+    if (end == std::string::npos) break;
+    const std::string kind = message.substr(at + tag.size(), end - at - tag.size());
+    const char* words = kind.rfind("type_error", 0) == 0     ? "a configuration value of the wrong type: "
+                        : kind.rfind("out_of_range", 0) == 0 ? "a configuration field missing or out of range: "
+                        : kind.rfind("parse_error", 0) == 0  ? "text that is not valid JSON: "
+                                                             : "a configuration value it cannot use: ";
+    message.replace(at, end + 2 - at, words);
+  }
+  return message;
+}
+
+}  // namespace
+
 void throw_on_error(ramjet_status status, const ramjet_error& error, const std::string& what) {
   if (status == RAMJET_OK) return;
   std::string message = what + ": " + (error.message.empty() ? describe_status(status) + " without a message"
-                                                             : error.message);
+                                                             : without_json_library_tag(error.message));
   switch (status) {
     case RAMJET_ERR_INVALID_ARGUMENT:
     case RAMJET_ERR_OUT_OF_RANGE:

@@ -196,7 +196,8 @@ LaunchOptions local_launch(const std::vector<std::string>& run_args, PipelineMan
   } else if (train["strategy"] == "single") {
     throw InvalidInput(manifest.where("/train/strategy") + ": \"single\" trains in one process; --nproc " +
                        std::to_string(nproc) + " needs a multi-process strategy (\"gloo\", or leave it out)");
-  } else if (train["strategy"] == "mpi" || (train["strategy"].is_object() && train["strategy"].value("type", "") == "mpi")) {
+  } else if (train["strategy"] == "mpi" || (train["strategy"].is_object() && train["strategy"].contains("type") &&
+                                                train["strategy"]["type"] == "mpi")) {
     throw InvalidInput(manifest.where("/train/strategy") + ": the mpi strategy's ranks are started by mpirun (`mpirun -np " +
                        std::to_string(nproc) + " ramjet run MANIFEST`); --nproc starts gloo ranks");
   }

@@ -24,6 +24,7 @@
 //   ramjet/sdk/fields.hpp            declared configuration fields (ramjet::Fields) and their checks
 //   ramjet/sdk/atomic_file.hpp       files that appear whole or not at all
 //   ramjet/sdk/boundary.hpp          exceptions to statuses, create/destroy/check_config, ABI negotiation
+//   ramjet/sdk/file_check.hpp        check_files helpers: the files a configuration names exist (validate finds them)
 //   ramjet/sdk/data_source.hpp       ramjet::data_source<T>      ramjet/sdk/transform.hpp   ramjet::transform<T>
 //   ramjet/sdk/precision_policy.hpp  ramjet::precision_policy<T> ramjet/sdk/strategy.hpp    ramjet::strategy<T>
 //   ramjet/sdk/quantizer.hpp         ramjet::quantizer<T>        ramjet/sdk/exporter.hpp    ramjet::exporter<T>
@@ -66,6 +67,7 @@
 #include <ramjet/sdk/example.hpp>
 #include <ramjet/sdk/config.hpp>
 #include <ramjet/sdk/boundary.hpp>
+#include <ramjet/sdk/file_check.hpp>
 
 #include <ramjet/sdk/data_source.hpp>
 #include <ramjet/sdk/transform.hpp>

@@ -66,6 +66,13 @@ concept DeclaresFields = requires { { T::fields() } -> std::convertible_to<Field
 template <class T>
 concept ChecksConfig = requires(const nlohmann::json& config, Problems& problems) { T::check(config, problems); };
 
+// And a component that reads files may check that they are there
+// (`static void check_files(const ramjet::Config& config, ramjet::Problems& problems);`, run by check_config when
+// everything else is fine): `ramjet validate` then names a missing file before anything runs. Config resolves
+// relative paths against the manifest's folder.
+template <class T>
+concept ChecksFiles = requires(const Config& config, Problems& problems) { T::check_files(config, problems); };
+
 template <class T>
 Problems config_problems(const nlohmann::json& config) {
   Problems problems;
@@ -81,13 +88,16 @@ ramjet_status check_config(const ramjet_create_info* info, ramjet_buffer* out, r
   return guard(error, [&] {
     if (info == nullptr || out == nullptr) throw Error(RAMJET_ERR_INVALID_ARGUMENT, "null check_config arguments");
     Config config(*info);
-    assign(out, problems_to_json(config_problems<T>(config.json())).dump());
+    Problems problems = config_problems<T>(config.json());
+    if constexpr (ChecksFiles<T>)
+      if (problems.empty()) T::check_files(config, problems);
+    assign(out, problems_to_json(problems).dump());
   });
 }
 
 template <class T>
 inline constexpr auto check_config_slot = [] {
-  if constexpr (DeclaresFields<T> || ChecksConfig<T>) return &check_config<T>;
+  if constexpr (DeclaresFields<T> || ChecksConfig<T> || ChecksFiles<T>) return &check_config<T>;
   else return static_cast<decltype(&check_config<T>)>(nullptr);
 }();
 

@@ -29,6 +29,8 @@ struct Plan {
   std::optional<Graph> graph;             // the model section as graph IR
   std::optional<TrainConfig> train;
   std::optional<ExportConfig> exporting;
+  // Mistakes that still train (a softmax before a loss that reads logits): printed, never refused.
+  std::vector<Problem> warnings;
 
   // The eval pipeline, or InvalidInput naming /data/eval when the manifest has none.
   const PipelineSpec& require_eval(const std::string& why) const;
