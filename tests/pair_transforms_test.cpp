@@ -6,6 +6,7 @@
 #include "ramjet/plugin/components.hpp"
 #include "ramjet/plugin/failure.hpp"
 #include "test_support.hpp"
+#include "transform_fixture.hpp"
 
 #include <gtest/gtest.h>
 #include <ramjet/sdk.hpp>  // SeededRandom: the draws noise makes for a seed
@@ -22,42 +23,7 @@ constexpr DLDataType kU8{kDLUInt, 8, 1};
 constexpr DLDataType kF32{kDLFloat, 32, 1};
 constexpr DLDataType kI32{kDLInt, 32, 1};
 
-class PairTransformTest : public ::testing::Test {
- protected:
-  PluginRegistry registry{DiscoveryOptions{{stock_plugin_dir()}, {}, {}}};
-  Transform make(const std::string& name, const nlohmann::json& config) {
-    CreateArgs args;
-    args.config = config;
-    args.where = "t.json#/map/0";
-    return Transform(registry.component(RAMJET_KIND_TRANSFORM, name), args);
-  }
-  template <class T>
-  static Example image(std::vector<int64_t> shape, std::vector<T> values, DLDataType dtype) {
-    Example e;
-    e.set("image", make_tensor(dtype, shape));
-    std::copy(values.begin(), values.end(), static_cast<T*>(e.find("image")->data));
-    return e;
-  }
-  template <class T>
-  static std::vector<T> values(Example& e, const char* key = "image") {
-    const DLTensor* t = e.find(key);
-    return std::vector<T>(static_cast<const T*>(t->data), static_cast<const T*>(t->data) + element_count(*t));
-  }
-  static std::vector<int64_t> shape(Example& e, const char* key = "image") {
-    const DLTensor* t = e.find(key);
-    return std::vector<int64_t>(t->shape, t->shape + t->ndim);
-  }
-  // Expects fn() to throw InvalidInput whose message holds every fragment.
-  template <class F>
-  static void expect_invalid(F&& fn, std::vector<std::string> fragments) {
-    try {
-      fn();
-      ADD_FAILURE() << "expected InvalidInput";
-    } catch (const InvalidInput& e) {
-      for (const auto& f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
-    }
-  }
-};
+class PairTransformTest : public TransformFixture {};
 
 void expect_near(const std::vector<float>& got, const std::vector<float>& want, float tolerance = 1e-5f) {
   ASSERT_EQ(got.size(), want.size());
