@@ -214,10 +214,10 @@ TEST_F(GraphTest, ShapeLayersRefuseWrongRanksAndFields) {
     return nlohmann::json{{"input", {{"x", input}}}, {"layers", {layer}}};
   };
   EXPECT_EQ(error(one({{"type", "zero_padding2d"}}, {10, 8})),
-            "/model/layers/0: zero_padding2d needs an [H, W, C] input, got [10, 8]");
-  EXPECT_EQ(error(one({{"type", "cropping2d"}}, {40})), "/model/layers/0: cropping2d needs an [H, W, C] input, got [40]");
+            "/model/layers/0: layer 'zero_padding2d': zero_padding2d needs an [H, W, C] input, got [10, 8]");
+  EXPECT_EQ(error(one({{"type", "cropping2d"}}, {40})), "/model/layers/0: layer 'cropping2d': cropping2d needs an [H, W, C] input, got [40]");
   EXPECT_EQ(error(one({{"type", "depth_to_space"}, {"block_size", 2}}, {4, 8})),
-            "/model/layers/0: depth_to_space needs an [H, W, C] input, got [4, 8]");
+            "/model/layers/0: layer 'depth_to_space': depth_to_space needs an [H, W, C] input, got [4, 8]");
   EXPECT_NE(error(one({{"type", "zero_padding2d"}, {"padding", -1}})).find("/model/layers/0/padding: must be an integer, "
                                                                          "[rows, columns] or [[top, bottom], [left, right]]"),
             std::string::npos);
@@ -234,7 +234,8 @@ TEST_F(GraphTest, ShapeLayersRefuseWrongRanksAndFields) {
   EXPECT_EQ(error(one({{"type", "depth_to_space"}, {"block_size", 1}})), "/model/layers/0/block_size: must be at least 2");
   EXPECT_EQ(error(one({{"type", "depth_to_space"}, {"block_size", 3}})),
             "/model/layers/0/block_size: the input's 8 channels are not a multiple of 3x3 = 9");
-  EXPECT_EQ(error(one({{"type", "cropping2d"}, {"padding", 1}})), "/model/layers/0/padding: unknown field for a cropping2d layer");
+  EXPECT_EQ(error(one({{"type", "cropping2d"}, {"padding", 1}})),
+            "/model/layers/0/padding: unknown field 'padding' for a cropping2d layer; expected cropping, type, name, inputs");
 }
 
 TEST_F(GraphTest, ConcatJoinsAnyAxisAsKerasCountsThem) {

@@ -147,7 +147,8 @@ INSTANTIATE_TEST_SUITE_P(
     Cases, OnednnConvTransposeForward,
     ::testing::Values(TransposeCase{2, 3, 4, 3, 5, 3, 3, 1, 1, 0, 0, 0, 0},             // valid, stride 1
                       TransposeCase{2, 3, 3, 2, 4, 3, 3, 2, 2, 1, 0, 1, 0, "relu"},     // Keras "same", stride 2
-                      TransposeCase{1, 4, 3, 16, 32, 2, 2, 2, 2, 0, 0, 0, 0},           // the U-Net 2x2/2, blocked
+                      TransposeCase{1, 4, 3, 16, 32, 2, 2, 2, 2, 0, 0, 0, 0},           // the U-Net 2x2/2 (taps)
+                      TransposeCase{2, 3, 2, 3, 4, 3, 2, 3, 2, 0, 0, 0, 0, "relu"},     // taps, 3x2 stride 3x2
                       TransposeCase{2, 3, 2, 2, 3, 1, 2, 3, 3, 0, -2, 0, -1},           // kernel < stride: rows no input reaches
                       TransposeCase{1, 2, 3, 3, 2, 3, 3, 2, 2, 0, 1, 1, 1}));           // "same", output_padding [1, 0]
 
@@ -234,7 +235,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(TransposeCase{3, 4, 3, 3, 4, 3, 3, 1, 1, 0, 0, 0, 0},
                       TransposeCase{3, 3, 3, 3, 4, 3, 3, 2, 2, 1, 0, 1, 0, "relu"},  // "same", stride 2, no bias
                       TransposeCase{3, 3, 2, 2, 3, 2, 2, 2, 2, 0, 0, 0, 0},
-                      TransposeCase{3, 3, 2, 2, 3, 1, 2, 3, 3, 0, -2, 0, -1}));
+                      TransposeCase{3, 3, 2, 2, 3, 1, 2, 3, 3, 0, -2, 0, -1},
+                      // kernel = stride, no padding: the taps path (one inner product), with and without bias
+                      TransposeCase{3, 2, 3, 3, 2, 3, 3, 3, 3, 0, 0, 0, 0, "tanh"},
+                      TransposeCase{3, 3, 2, 2, 3, 1, 2, 1, 2, 0, 0, 0, 0, "relu"}));
 
 class OnednnResizeGradients : public ::testing::TestWithParam<ResizeCase> {};
 

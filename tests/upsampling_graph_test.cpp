@@ -86,10 +86,10 @@ TEST_F(UpsamplingGraphTest, UpsamplingAndResizeAreOneResizeOp) {
 TEST_F(UpsamplingGraphTest, MistakesAreReportedAtTheField) {
   // A rank-2 input (a sequence or a flattened image) is not an image.
   EXPECT_EQ(error({{{"type", "conv2d_transpose"}, {"filters", 2}, {"kernel", 2}}}, {8, 3}),
-            "/model/layers/0: conv2d_transpose needs an [H, W, C] input, got [8, 3]");
-  EXPECT_EQ(error({{{"type", "upsampling2d"}}}, {8, 3}), "/model/layers/0: upsampling2d needs an [H, W, C] input, got [8, 3]");
+            "/model/layers/0: layer 'conv2d_transpose': conv2d_transpose needs an [H, W, C] input, got [8, 3]");
+  EXPECT_EQ(error({{{"type", "upsampling2d"}}}, {8, 3}), "/model/layers/0: layer 'upsampling2d': upsampling2d needs an [H, W, C] input, got [8, 3]");
   EXPECT_EQ(error({{{"type", "resize"}, {"height", 2}, {"width", 2}}}, {8, 3}),
-            "/model/layers/0: resize needs an [H, W, C] input, got [8, 3]");
+            "/model/layers/0: layer 'resize': resize needs an [H, W, C] input, got [8, 3]");
   EXPECT_EQ(error({{{"type", "conv2d_transpose"}, {"kernel", 2}}}), "/model/layers/0/filters: required field is missing");
   EXPECT_EQ(error({{{"type", "conv2d_transpose"}, {"filters", 2}}}), "/model/layers/0/kernel: required field is missing");
   EXPECT_EQ(error({{{"type", "conv2d_transpose"}, {"filters", 2}, {"kernel", 3}, {"strides", 2}, {"output_padding", 2}}}),
@@ -97,12 +97,16 @@ TEST_F(UpsamplingGraphTest, MistakesAreReportedAtTheField) {
   EXPECT_EQ(error({{{"type", "conv2d_transpose"}, {"filters", 2}, {"kernel", 3}, {"padding", "full"}}}),
             "/model/layers/0/padding: must be \"valid\" or \"same\"");
   EXPECT_EQ(error({{{"type", "conv2d_transpose"}, {"filters", 2}, {"kernel", 3}, {"dilation", 2}}}),
-            "/model/layers/0/dilation: unknown field for a conv2d_transpose layer");
+            "/model/layers/0/dilation: unknown field 'dilation' for a conv2d_transpose layer; expected activation, "
+            "bias_initializer, filters, kernel, kernel_initializer, output_padding, padding, strides, use_bias, type, name, "
+            "inputs");
   EXPECT_EQ(error({{{"type", "upsampling2d"}, {"interpolation", "bicubic"}}}),
             "/model/layers/0/interpolation: must be \"nearest\" or \"bilinear\", got \"bicubic\"");
   EXPECT_EQ(error({{{"type", "upsampling2d"}, {"size", 0}}}).rfind("/model/layers/0/size: must be a positive integer", 0), 0u);
   EXPECT_EQ(error({{{"type", "resize"}, {"height", 4}}}), "/model/layers/0/width: required field is missing");
   EXPECT_EQ(error({{{"type", "resize"}, {"height", 4}, {"width", 4}, {"crop_to_aspect_ratio", true}}}),
-            "/model/layers/0/crop_to_aspect_ratio: unknown field for a resize layer");
-  EXPECT_EQ(error({{{"type", "upsampling2d"}, {"size", 1 << 23}}}).find("/model/layers/0: the output"), 0u);
+            "/model/layers/0/crop_to_aspect_ratio: unknown field 'crop_to_aspect_ratio' for a resize layer; expected "
+            "height, interpolation, width, type, name, inputs");
+  EXPECT_EQ(error({{{"type", "upsampling2d"}, {"size", 1 << 23}}}).find("/model/layers/0: layer 'upsampling2d': the output"),
+            0u);
 }

@@ -107,14 +107,16 @@ namespace {
 void check_monitors(const TrainConfig& train, const json& ir, SectionReader& reader) {
   auto check = [&](const MonitorConfig& m, const std::string& pointer) {
     if (m.metric.rfind("val_", 0) != 0 || m.metric == "val_loss") return;
-    std::string names = "val_loss";
+    std::vector<std::string> known = {"val_loss"};
     for (const auto& spec : ir.value("metrics", json::array())) {
-      const std::string name = spec.at("name").get<std::string>();
-      if ("val_" + name == m.metric) return;
-      names += ", val_" + name;
+      known.push_back("val_" + spec.at("name").get<std::string>());
+      if (known.back() == m.metric) return;
     }
-    reader.add(pointer, "the model has no metric '" + m.metric.substr(4) + "' (its validation numbers are " + names +
-                            "; declare more in /model/metrics)");
+    std::string message = "the model has no metric '" + m.metric.substr(4) + "'";
+    if (auto guess = ramjet::closest_word(m.metric, known)) message += " (did you mean '" + *guess + "'?)";
+    std::string names;
+    for (const auto& k : known) names += (names.empty() ? "" : ", ") + k;
+    reader.add(pointer, message + "; its validation numbers are " + names + " (declare more in /model/metrics)");
   };
   if (train.early_stopping) check(train.early_stopping->monitor, "/train/early_stopping/monitor");
   if (train.reduce_lr_on_plateau) check(train.reduce_lr_on_plateau->monitor, "/train/reduce_lr_on_plateau/monitor");

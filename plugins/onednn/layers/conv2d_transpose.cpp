@@ -6,6 +6,8 @@
 #include "../layout.hpp"
 #include "layer_skeletons.hpp"
 
+#include <algorithm>
+
 namespace onednn {
 namespace {
 
@@ -81,6 +83,13 @@ class Conv2DTranspose : public WeightedLayer {
 }  // namespace
 
 std::unique_ptr<Layer> make_conv2d_transpose(const NodeSpec& node, LayerBuilder& builder) {
+  // Taps that never overlap (kernel = stride, no padding): one inner product (conv2d_transpose_taps.cpp).
+  if (builder.input_count() == 1 && builder.input(0).shape.size() == 3) {
+    const auto k = node.attr_ints("kernel", 2), s = node.attr_ints("strides", 2, {1, 1});
+    const auto pad = node.attr_ints("padding", 4, {0, 0, 0, 0});
+    if (k == s && std::all_of(pad.begin(), pad.end(), [](int64_t p) { return p == 0; }) && node.attr_int("filters") >= 1)
+      return make_conv2d_transpose_taps(node, builder, k[0], k[1]);
+  }
   return std::make_unique<Conv2DTranspose>(node, builder);
 }
 

@@ -39,6 +39,7 @@ std::unique_ptr<Layer> make_transpose(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_matmul(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_multi_head_attention(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_conv2d_transpose(const NodeSpec&, LayerBuilder&);
+std::unique_ptr<Layer> make_conv2d_transpose_taps(const NodeSpec&, LayerBuilder&, int64_t kh, int64_t kw);
 std::unique_ptr<Layer> make_resize(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_zero_padding2d(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_cropping2d(const NodeSpec&, LayerBuilder&);
