@@ -3,14 +3,13 @@
 // oneDNN's resampling samples output pixel o of an axis at input coordinate (o + 0.5) * in / out - 0.5 (half-pixel
 // centres; linear clamps the taps to the image, nearest rounds to the closest pixel): what tf.image.resize does
 // with half_pixel_centers, the Keras default, and what UpSampling2D's pixel repetition is for whole factors.
-#include "../edge.hpp"
 #include "../layout.hpp"
-#include "registry.hpp"
+#include "layer_skeletons.hpp"
 
 namespace onednn {
 namespace {
 
-class Resize : public Layer {
+class Resize : public ElementwiseLayer {
  public:
   Resize(const NodeSpec& node, LayerBuilder& b) {
     if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "resize takes one input");
@@ -42,26 +41,6 @@ class Resize : public Layer {
     bwd_args_ = {};
     b.use_scratchpad(bpd, bwd_args_);
   }
-
-  void forward(const Exec& exec) override {
-    in_.forward(exec);
-    exec.run(fwd_, fwd_args_);
-  }
-
-  void backward(const Exec& exec) override {
-    if (!in_.needs_grad()) return;
-    bwd_args_[DNNL_ARG_DIFF_DST] = read_diff(*out_);
-    bwd_args_[DNNL_ARG_DIFF_SRC] = in_.begin_diff();
-    exec.run(bwd_, bwd_args_);
-    in_.end_diff(exec);
-  }
-
- private:
-  Edge in_;
-  Value* out_ = nullptr;
-  dnnl::resampling_forward fwd_;
-  dnnl::resampling_backward bwd_;
-  Args fwd_args_, bwd_args_;
 };
 
 }  // namespace
