@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -91,4 +92,70 @@ TEST(OnednnTraining, MnistShapedCnnLossFalls) {
     losses.push_back(scalar(out, "loss"));
   }
   EXPECT_LT(losses.back(), 0.5 * losses.front()) << "loss went from " << losses.front() << " to " << losses.back();
+}
+
+// The plans of one program (the training batch, a smaller last batch, an evaluation batch) share their per-step
+// buffers. Running the others between two training steps must change nothing the training step computes, and
+// each plan must compute what a program that never ran the others does.
+TEST(OnednnTraining, PlansSharingBuffersComputeWhatEachComputesAlone) {
+  // A residual block with batch norm and max pooling: gradients with two contributions, workspaces, statistics.
+  json g = Ir()
+                     .input("x", {8, 8, 1})
+                     .conv("stem", "x", 1, {8, 8, 4},
+                           {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "relu"}})
+                     .conv("branch", "stem", 4, {8, 8, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
+                     .batch_norm("bn", "branch", {8, 8, 4})
+                     .node("sum", "add", {"stem", "bn"}, {8, 8, 4})
+                     .node("pool", "max_pool", {"sum"}, {4, 4, 4},
+                           {{"pool", {2, 2}}, {"strides", {2, 2}}, {"padding", {0, 0, 0, 0}}})
+                     .node("flat", "flatten", {"pool"}, {64})
+                     .dense("fc", "flat", 64, 2)
+                     .classifier("fc");
+  // Momentum 1 keeps the moving statistics: every program below then sees the same parameters at every step.
+  for (auto& node : g["nodes"])
+    if (node["name"] == "bn") node["attrs"]["momentum"] = 1.0;
+  auto params = [&] { return random_params(g, 9, 0.3f); };  // the same values on every call
+  std::mt19937 rng(24);
+  Example train = separable_batch(16, {8, 8, 1}, rng), small = separable_batch(5, {8, 8, 1}, rng),
+          large = separable_batch(40, {8, 8, 1}, rng);
+  auto gradients_of = [&](Harness& h) {
+    Example out;
+    EXPECT_TRUE(h.forward(train, out, true, 3).ok());
+    EXPECT_TRUE(h.backward().ok());
+    std::map<std::string, std::vector<float>> grads;
+    Example state = h.state("gradients");
+    for (const auto& entry : state.entries) grads[entry.name] = values(state, entry.name);
+    return std::make_pair(values(out, "fc"), grads);
+  };
+  auto outputs_of = [](Harness& h, Example& batch, bool training) {
+    Example out;
+    EXPECT_TRUE(h.forward(batch, out, training, 5).ok());
+    return values(out, "fc");
+  };
+
+  Harness alone;
+  ASSERT_TRUE(alone.compile(g, adam_options(16)).ok());
+  Example p1 = params();
+  ASSERT_TRUE(alone.set_state("parameters", p1).ok());
+  const auto [train_fc, train_grads] = gradients_of(alone);
+  Harness small_alone, large_alone;
+  for (Harness* h : {&small_alone, &large_alone}) {
+    ASSERT_TRUE(h->compile(g, adam_options(16)).ok());
+    Example p = params();
+    ASSERT_TRUE(h->set_state("parameters", p).ok());
+  }
+  const auto small_fc = outputs_of(small_alone, small, true);
+  const auto large_fc = outputs_of(large_alone, large, false);
+
+  Harness shared;
+  ASSERT_TRUE(shared.compile(g, adam_options(16)).ok());
+  Example p2 = params();
+  ASSERT_TRUE(shared.set_state("parameters", p2).ok());
+  gradients_of(shared);  // the training plan's buffers hold a step's values when the others run
+  EXPECT_EQ(outputs_of(shared, small, true), small_fc) << "the smaller last batch";
+  EXPECT_EQ(outputs_of(shared, large, false), large_fc) << "the evaluation batch";
+  const auto [again_fc, again_grads] = gradients_of(shared);
+  EXPECT_EQ(again_fc, train_fc);
+  ASSERT_EQ(again_grads.size(), train_grads.size());
+  for (const auto& [name, grad] : train_grads) EXPECT_EQ(again_grads.at(name), grad) << name;
 }

@@ -15,10 +15,10 @@ Edge::Edge(LayerBuilder& builder, Value& value, const md& wanted) : value_(&valu
     return;
   }
   reordered_ = true;
-  mem_ = dnnl::memory(wanted, builder.engine());
+  mem_ = builder.transient(wanted);
   in_ = Relayout(value.mem, mem_);
   if (builder.backward() && value.needs_grad) {
-    diff_ = dnnl::memory(wanted, builder.engine());
+    diff_ = builder.transient(wanted);
     diff_set_ = Relayout(diff_, value.diff);
     diff_add_ = Relayout(diff_, value.diff, /*accumulate=*/true);
   }

@@ -4,6 +4,7 @@
 #include "exec.hpp"
 #include "graph.hpp"
 #include "options.hpp"
+#include "arena.hpp"
 #include "value.hpp"
 
 #include <memory>
@@ -24,8 +25,8 @@ class Layer {
 class LayerBuilder {
  public:
   LayerBuilder(const dnnl::engine& engine, int64_t batch, const CompileOptions& options, bool backward,
-               class ParameterStore& params)
-      : engine_(engine), batch_(batch), options_(options), backward_(backward), params_(params) {}
+               class ParameterStore& params, ArenaCursor& arena)
+      : engine_(engine), batch_(batch), options_(options), backward_(backward), params_(params), arena_(arena) {}
 
   const dnnl::engine& engine() const { return engine_; }
   int64_t batch() const { return batch_; }
@@ -52,7 +53,11 @@ class LayerBuilder {
   // Makes `mem` the output's data and allocates its gradient buffers; with `diff_alias` the gradient shares that
   // buffer (a reshape's output gradient is its input's).
   void set_output(const dnnl::memory& mem, void* diff_alias = nullptr);
-  void define_output(const md& desc) { set_output(dnnl::memory(desc, engine_)); }
+  void define_output(const md& desc) { set_output(transient(desc)); }
+  // A buffer whose contents matter only within one step (written before it is read in every step that reads
+  // it): placed in the program's arena, shared with its other plans. Anything that must survive from one step to
+  // the next (a constant filled at build time, a cached copy of weights) is its own dnnl::memory instead.
+  dnnl::memory transient(const md& desc) { return arena_.place(desc); }
 
   // The parameter bound to `role`, checked against the shape the op needs (Keras layout).
   Param& param(const char* role, const Shape& keras_shape);
@@ -76,6 +81,7 @@ class LayerBuilder {
   const CompileOptions& options_;
   bool backward_;
   class ParameterStore& params_;
+  ArenaCursor& arena_;
   const NodeSpec* node_ = nullptr;
   std::vector<Value*> inputs_;
   Value* output_ = nullptr;

@@ -8,14 +8,16 @@
 namespace onednn {
 
 Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& params, const dnnl::engine& engine,
-           int64_t batch)
+           int64_t batch, Arena& arena)
     : batch_(batch), backward_(graph.loss.has_value()), engine_(engine) {
+  ArenaCursor cursor(arena, engine);
+  LayerBuilder builder(engine, batch, options, backward_, params, cursor);
   // Values: which need a gradient (a parameter lies upstream) and how many readers each has in backward.
   for (const TensorSpec& in : graph.inputs) {
     auto v = std::make_unique<Value>();
     v->name = in.name;
     v->shape = in.shape;
-    v->mem = dnnl::memory(canonical_md(batch, in.shape, in.dtype), engine);
+    v->mem = builder.transient(canonical_md(batch, in.shape, in.dtype));
     inputs_.push_back(v.get());
     by_name_[v->name] = v.get();
     values_.push_back(std::move(v));
@@ -35,7 +37,6 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
   }
   if (graph.loss) ++value(graph.loss->input).consumers;
 
-  LayerBuilder builder(engine, batch, options, backward_, params);
   for (const NodeSpec& node : graph.nodes) {
     std::vector<Value*> inputs;
     for (const std::string& in : node.inputs) inputs.push_back(&value(in));
@@ -52,9 +53,9 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
   for (const std::string& name : graph.outputs) outputs_.push_back(host_copy(value(name), false));
 
   // One scratchpad for every primitive: they run one at a time.
-  scratchpad_ = dnnl::memory(md({static_cast<int64_t>(std::max<size_t>(builder.scratchpad_bytes(), 1))}, dt::u8, tag::a),
-                             engine);
+  scratchpad_ = builder.transient(md({static_cast<int64_t>(std::max<size_t>(builder.scratchpad_bytes(), 1))}, dt::u8, tag::a));
   for (Args* args : builder.scratchpad_users()) (*args)[DNNL_ARG_SCRATCHPAD] = scratchpad_;
+  arena_bytes_ = cursor.used();
 }
 
 Value& Plan::value(const std::string& name) {

@@ -13,13 +13,16 @@ namespace onednn {
 
 class Plan {
  public:
+  // The plan's per-step buffers go to `arena` (shared with the program's other plans), which must outlive it.
   Plan(const Graph& graph, const CompileOptions& options, ParameterStore& params, const dnnl::engine& engine,
-       int64_t batch);
+       int64_t batch, Arena& arena);
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
 
   int64_t batch() const { return batch_; }
   bool has_backward() const { return backward_; }
+  // Bytes of the arena this plan's buffers span.
+  size_t arena_bytes() const { return arena_bytes_; }
   Loss* loss() { return loss_.get(); }
 
   // Copies the host's [N, ...] float32 tensor into graph input `index` (checked by the caller).
@@ -59,6 +62,7 @@ class Plan {
   std::vector<HostCopy> outputs_;
   std::vector<std::pair<std::string, HostCopy>> taps_;
   dnnl::memory scratchpad_;
+  size_t arena_bytes_ = 0;
 };
 
 }  // namespace onednn

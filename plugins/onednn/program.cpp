@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <set>
 
@@ -92,8 +93,15 @@ Program::Program(Graph graph, CompileOptions options, int threads)
 Plan& Program::plan_for(int64_t batch) {
   auto it = plans_.find(batch);
   if (it != plans_.end()) return *it->second;
-  auto plan = std::make_unique<Plan>(graph_, options_, params_, engine_, batch);
+  auto plan = std::make_unique<Plan>(graph_, options_, params_, engine_, batch, arena_);
   if (!taps_.empty()) plan->set_taps(taps_);
+  arena_bytes_ = std::max(arena_bytes_, plan->arena_bytes());
+  // The compiled batch's plan at info; the others (a last batch, evaluation) reuse its memory, at debug.
+  char line[160];
+  std::snprintf(line, sizeof line, "batch %lld: %.1f MB of activations, gradients and workspaces; %.1f MB for all %zu "
+                "batch sizes so far (they share one arena)", static_cast<long long>(batch), plan->arena_bytes() / 1e6,
+                arena_bytes_ / 1e6, plans_.size() + 1);
+  ramjet::log(plans_.empty() ? RAMJET_LOG_INFO : RAMJET_LOG_DEBUG, "onednn", line);
   return *plans_.emplace(batch, std::move(plan)).first->second;
 }
 

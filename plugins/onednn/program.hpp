@@ -34,9 +34,11 @@ class Program {
   int threads_;
   dnnl::engine engine_;
   dnnl::stream stream_;
+  Arena arena_;  // before the plans: they place their buffers in it, so it must outlive them
   ParameterStore params_;
   std::unique_ptr<Optimizer> optimizer_;  // after the parameters are marked trainable or not
   std::map<int64_t, std::unique_ptr<Plan>> plans_;
+  size_t arena_bytes_ = 0;  // the largest plan's span of the arena
   Plan* trained_ = nullptr;  // the plan of the last training forward with labels: backward reads its buffers
   std::vector<std::string> taps_;
   ramjet_tap_fn tap_fn_ = nullptr;

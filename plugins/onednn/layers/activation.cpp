@@ -59,7 +59,7 @@ dnnl::memory PostActivation::build(LayerBuilder& builder, const md& dst) {
   const bool backward = builder.backward() && builder.output().needs_grad;
   if (spec_.identity) return out_;
   if (!fused_) {
-    pre_ = dnnl::memory(dst, builder.engine());
+    pre_ = builder.transient(dst);
     const dnnl::eltwise_forward::primitive_desc fwd_pd(
         {builder.forward_kind(), spec_.forward, dst, spec_.alpha, spec_.beta}, builder.engine());
     fwd_ = dnnl::eltwise_forward(fwd_pd);

@@ -40,8 +40,8 @@ class BatchNorm : public Layer {
     train_ = dnnl::batch_normalization_forward(train);
     infer_ = dnnl::batch_normalization_forward(infer);
     b.define_output(train.dst_desc());
-    mean_ = dnnl::memory(train.mean_desc(), b.engine());
-    variance_ = dnnl::memory(train.variance_desc(), b.engine());
+    mean_ = b.transient(train.mean_desc());
+    variance_ = b.transient(train.variance_desc());
     train_args_ = {{DNNL_ARG_SRC, in_.mem()},  {DNNL_ARG_DST, out_->mem},     {DNNL_ARG_SCALE, gamma.value},
                    {DNNL_ARG_SHIFT, beta.value}, {DNNL_ARG_MEAN, mean_}, {DNNL_ARG_VARIANCE, variance_}};
     infer_args_ = {{DNNL_ARG_SRC, in_.mem()},  {DNNL_ARG_DST, out_->mem},
@@ -58,7 +58,7 @@ class BatchNorm : public Layer {
     gamma_grad_ = GradSink(b, gamma, gamma.value.get_desc(), bwd.diff_weights_desc());
     beta_grad_ = GradSink(b, beta, beta.value.get_desc(), bwd.diff_weights_desc());
     // The primitive always produces d loss / d input; a first layer's goes to a buffer nobody reads.
-    if (!in_.needs_grad()) unused_diff_ = dnnl::memory(src, b.engine());
+    if (!in_.needs_grad()) unused_diff_ = b.transient(src);
     bwd_args_ = {{DNNL_ARG_SRC, in_.mem()},     {DNNL_ARG_MEAN, mean_},       {DNNL_ARG_VARIANCE, variance_},
                  {DNNL_ARG_SCALE, gamma.value}, {DNNL_ARG_SHIFT, beta.value}};  // oneDNN 2.6 asks for the shift too
     b.use_scratchpad(bwd, bwd_args_);

@@ -79,7 +79,7 @@ class Conv2D : public WeightedLayer {
       const auto chosen = weights_pd(src_any);
       if (!is_reference(chosen) && chosen.src_desc() != pd.src_desc()) {
         wpd = chosen;
-        weights_src = dnnl::memory(wpd.src_desc(), b.engine());
+        weights_src = b.transient(wpd.src_desc());
         bwd_weights_src_ = Relayout(in_.mem(), weights_src);
       }
     }

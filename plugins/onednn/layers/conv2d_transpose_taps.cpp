@@ -46,7 +46,7 @@ class Conv2DTransposeTaps : public Layer {
     in_ = Edge(b, b.input(0), canonical_md(N, in, type));
     src_rows_ = Alias(src, e);
     diff_src_rows_ = Alias(src, e);
-    patches_ = dnnl::memory(patches, e);
+    patches_ = b.transient(patches);
     const md image = canonical_md(N, {OH, OW, F}, type);
     const dnnl::memory dst = act_.finish(b, image);
     // The patch of input pixel (n, h, w) is the output's rows h·kh … h·kh + kh − 1, columns w·kw … w·kw + kw − 1.
@@ -62,7 +62,7 @@ class Conv2DTransposeTaps : public Layer {
     b.use_scratchpad(pd, fwd_args_);
     if (!b.backward()) return;
 
-    diff_patches_ = dnnl::memory(patches, e);
+    diff_patches_ = b.transient(patches);
     diff_image_ = Alias(as_image, e);
     gather_args_ = {{DNNL_ARG_TO, dnnl::memory(as_rows, e, diff_patches_.get_data_handle())}};
     gather_ = dnnl::reorder(dnnl::reorder::primitive_desc(e, as_image, e, as_rows));

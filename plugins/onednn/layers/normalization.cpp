@@ -38,8 +38,8 @@ class LayerNorm : public Layer {
     }
     const dnnl::layer_normalization_forward::primitive_desc pd({b.forward_kind(), rows, epsilon, flags}, b.attr(), e);
     fwd_ = dnnl::layer_normalization_forward(pd);
-    mean_ = dnnl::memory(pd.mean_desc(), e);
-    variance_ = dnnl::memory(pd.variance_desc(), e);
+    mean_ = b.transient(pd.mean_desc());
+    variance_ = b.transient(pd.variance_desc());
     fwd_args_ = {{DNNL_ARG_SRC, Alias(rows, e, in_.mem()).mem()},
                  {DNNL_ARG_DST, Alias(rows, e, out_->mem).mem()},
                  {DNNL_ARG_MEAN, mean_},
@@ -53,7 +53,7 @@ class LayerNorm : public Layer {
     const dnnl::layer_normalization_backward::primitive_desc bpd({kind, rows, rows, epsilon, flags}, b.attr(), e, pd);
     bwd_ = dnnl::layer_normalization_backward(bpd);
     // oneDNN writes d src whether the input wants it or not: a buffer of the layer's own when it does not.
-    if (!in_.needs_grad()) spare_diff_ = dnnl::memory(rows, e);
+    if (!in_.needs_grad()) spare_diff_ = b.transient(rows);
     diff_in_ = Alias(rows, e);
     bwd_args_ = {{DNNL_ARG_SRC, fwd_args_[DNNL_ARG_SRC]},
                  {DNNL_ARG_DIFF_DST, Alias(rows, e, out_->diff).mem()},

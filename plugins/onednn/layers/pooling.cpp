@@ -47,7 +47,7 @@ class Pool : public Layer {
       b.define_output(canonical_md(N, {C}, b.compute_type()));
       const md flat4({N, C, 1, 1}, b.compute_type(), tag::nhwc);
       const dnnl::memory out4(flat4, b.engine(), out_->mem.get_data_handle());
-      pooled_ = pd.dst_desc() == flat4 ? out4 : dnnl::memory(pd.dst_desc(), b.engine());
+      pooled_ = pd.dst_desc() == flat4 ? out4 : b.transient(pd.dst_desc());
       to_out_ = Relayout(pooled_, out4);
     } else {
       b.define_output(pd.dst_desc());
@@ -56,7 +56,7 @@ class Pool : public Layer {
     fwd_args_ = {{DNNL_ARG_SRC, in_.mem()}, {DNNL_ARG_DST, pooled_}};
     const bool backward = b.backward() && in_.needs_grad();
     if (pd.workspace_desc().get_size() > 0) {  // max pooling in training: the argmax positions
-      workspace_ = dnnl::memory(pd.workspace_desc(), b.engine());
+      workspace_ = b.transient(pd.workspace_desc());
       fwd_args_[DNNL_ARG_WORKSPACE] = workspace_;
     }
     b.use_scratchpad(pd, fwd_args_);
@@ -68,7 +68,7 @@ class Pool : public Layer {
     dnnl::memory pooled_diff = out_->diff;
     if (global) {
       const dnnl::memory diff4(md({N, C, 1, 1}, b.compute_type(), tag::nhwc), b.engine(), out_->diff.get_data_handle());
-      pooled_diff = pd.dst_desc() == diff4.get_desc() ? diff4 : dnnl::memory(pd.dst_desc(), b.engine());
+      pooled_diff = pd.dst_desc() == diff4.get_desc() ? diff4 : b.transient(pd.dst_desc());
       from_out_diff_ = Relayout(diff4, pooled_diff);
     }
     bwd_args_ = {{DNNL_ARG_DIFF_DST, pooled_diff}};
@@ -121,7 +121,7 @@ class GlobalPoolOverTime : public Layer {
     fwd_args_ = {{DNNL_ARG_SRC, dnnl::memory(src, e, in_.mem().get_data_handle())},
                  {DNNL_ARG_DST, dnnl::memory(dst, e, out_->mem.get_data_handle())}};
     if (pd.workspace_desc().get_size() > 0) {
-      workspace_ = dnnl::memory(pd.workspace_desc(), e);
+      workspace_ = b.transient(pd.workspace_desc());
       fwd_args_[DNNL_ARG_WORKSPACE] = workspace_;
     }
     b.use_scratchpad(pd, fwd_args_);
