@@ -1,4 +1,5 @@
-"""TensorFlow's side of ./dev bench infer: trains the Keras tutorial CNN briefly (Adam 1e-3, batch 128), times its
+"""TensorFlow's side of ./dev bench infer: trains a bench model (bench/train/keras_models.py: the Keras tutorial CNN
+or the MobileNet) briefly (Adam 1e-3, batch 128; --steps batches an epoch), times its
 float32 inference over the 10,000 test images at batch 256 (the faster of model.predict and an XLA-compiled
 tf.function on in-memory batches; a warm-up pass first, then the median of --repeat passes), and writes TensorFlow's
 own full-integer int8 .tflite of it (int8 input and output, calibrated on training images) for the LiteRT row.
@@ -12,18 +13,11 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "pipeline"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "train"))
 import fashion_mnist  # noqa: E402
+import keras_models  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
-
-
-def build_model():
-    layers = tf.keras.layers
-    return tf.keras.Sequential([
-        layers.Input((28, 28, 1)),
-        layers.Conv2D(32, 3, activation="relu"), layers.MaxPooling2D(2),
-        layers.Conv2D(64, 3, activation="relu"), layers.MaxPooling2D(2),
-        layers.Flatten(), layers.Dense(128, activation="relu"), layers.Dense(10)])
 
 
 def time_predict(model, xt, batch, repeat):
@@ -54,7 +48,9 @@ def write_int8_tflite(model, x, path, calibration_images):
 
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--model", choices=("cnn", "mobilenet"), default="cnn")
     p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--steps", type=int, help="batches of 128 an epoch (default: the whole training set)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--repeat", type=int, default=3)
@@ -69,11 +65,12 @@ def main():
     x = (x[..., None] / 255.0).astype("float32")
     xt = (xt[..., None] / 255.0).astype("float32")
 
-    model = build_model()
+    model = keras_models.build(a.model)
     model.compile(optimizer=tf.keras.optimizers.Adam(1e-3),
                   loss=tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     start = time.perf_counter()
-    model.fit(x, y.astype("int32"), batch_size=128, epochs=a.epochs, shuffle=True, verbose=0)
+    take = a.steps * 128 if a.steps else len(x)
+    model.fit(x[:take], y[:take].astype("int32"), batch_size=128, epochs=a.epochs, shuffle=True, verbose=0)
     train_s = time.perf_counter() - start
 
     methods = {}
@@ -86,6 +83,7 @@ def main():
     write_int8_tflite(model, x, a.tflite_out, a.calibration_images)
     print(json.dumps({**methods[best], "method": best,
                       "methods": {m: round(v["samples_per_s"], 1) for m, v in methods.items()},
+                      "model": a.model, "params": int(model.count_params()),
                       "train_s": round(train_s, 1), "tflite": a.tflite_out, "tensorflow": tf.__version__}))
 
 

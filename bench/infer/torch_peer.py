@@ -1,4 +1,5 @@
-"""PyTorch's side of ./dev bench infer: the same CNN trained briefly (Adam 1e-3, batch 128), then static
+"""PyTorch's side of ./dev bench infer: the same model (bench/train/torch_models.py: the tutorial CNN or the
+MobileNet) trained briefly (Adam 1e-3, batch 128; --steps batches an epoch), then static
 post-training int8 quantization in FX graph mode (prepare_fx, calibration on training batches, convert_fx) for
 every quantized engine this build has among x86, fbgemm and onednn. Each is timed over the 10,000 test images at
 batch 256 under torch.inference_mode() with 2 threads (one warm-up pass, then the median of --repeat passes); the
@@ -13,25 +14,22 @@ import time
 import warnings
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "pipeline"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "train"))
 import fashion_mnist  # noqa: E402
 import torch  # noqa: E402
+import torch_models  # noqa: E402
 from torch import nn  # noqa: E402
 
 ENGINES = ("x86", "fbgemm", "onednn")
 
 
-def build_model():
-    return nn.Sequential(nn.Conv2d(1, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(32, 64, 3), nn.ReLU(),
-                         nn.MaxPool2d(2), nn.Flatten(), nn.Linear(1600, 128), nn.ReLU(), nn.Linear(128, 10))
-
-
-def train(model, x, y, epochs):
+def train(model, x, y, epochs, steps=None):
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
     model.train()
     for _ in range(epochs):
         order = torch.randperm(len(y))
-        for i in range(0, len(y), 128):
+        for i in range(0, len(y), 128)[:steps]:
             index = order[i:i + 128]
             loss = loss_fn(model(x[index]), y[index])
             optimizer.zero_grad(set_to_none=True)
@@ -60,7 +58,9 @@ def classify(model, batches, repeat):
 
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--model", choices=("cnn", "mobilenet"), default="cnn")
     p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--steps", type=int, help="batches of 128 an epoch (default: the whole training set)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--repeat", type=int, default=3)
@@ -71,9 +71,9 @@ def main():
     torch.manual_seed(42)
     x, y = fashion_mnist.torch_tensors("train")
     xt, yt = fashion_mnist.torch_tensors("test")
-    model = build_model()
+    model = torch_models.build(a.model)
     start = time.perf_counter()
-    train(model, x, y, a.epochs)
+    train(model, x, y, a.epochs, a.steps)
     train_s = time.perf_counter() - start
 
     calibration = [x[i * 128:(i + 1) * 128] for i in range(a.calibration_batches)]
@@ -102,6 +102,7 @@ def main():
     print(json.dumps({**results[best], "qengine": best,
                       "qengines": {e: round(r["samples_per_s"], 1) for e, r in results.items()},
                       "qengine_failures": failures, "fp32_accuracy": fp32_accuracy, "train_s": round(train_s, 1),
+                      "model": a.model, "params": torch_models.count_params(model),
                       "torch": torch.__version__}))
 
 
