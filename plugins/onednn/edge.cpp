@@ -18,7 +18,7 @@ Edge::Edge(LayerBuilder& builder, Value& value, const md& wanted) : value_(&valu
   mem_ = builder.transient(wanted);
   in_ = Relayout(value.mem, mem_);
   if (builder.backward() && value.needs_grad) {
-    diff_ = builder.transient(wanted);
+    diff_ = builder.transient_grad(wanted);
     diff_set_ = Relayout(diff_, value.diff);
     diff_add_ = Relayout(diff_, value.diff, /*accumulate=*/true);
   }

@@ -25,8 +25,8 @@ void LayerBuilder::set_output(const dnnl::memory& mem, void* diff_alias) {
   v.mem = mem;
   if (!backward_ || !v.needs_grad) return;
   const md desc = mem.get_desc();
-  v.diff = diff_alias ? dnnl::memory(desc, engine_, diff_alias) : transient(desc);
-  if (v.consumers > 1) v.diff_scratch = transient(desc);
+  v.diff = diff_alias ? dnnl::memory(desc, engine_, diff_alias) : transient_grad(desc);
+  if (v.consumers > 1) v.diff_scratch = transient_grad(desc);
 }
 
 Param& LayerBuilder::param(const char* role, const Shape& keras_shape) {

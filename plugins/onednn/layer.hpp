@@ -54,10 +54,15 @@ class LayerBuilder {
   // buffer (a reshape's output gradient is its input's).
   void set_output(const dnnl::memory& mem, void* diff_alias = nullptr);
   void define_output(const md& desc) { set_output(transient(desc)); }
-  // A buffer whose contents matter only within one step (written before it is read in every step that reads
-  // it): placed in the program's arena, shared with its other plans. Anything that must survive from one step to
-  // the next (a constant filled at build time, a cached copy of weights) is its own dnnl::memory instead.
-  dnnl::memory transient(const md& desc) { return arena_.place(desc); }
+  // Buffers whose contents matter only within one step (written before they are read in every step that reads
+  // them): placed in the program's arena, shared with its other plans and, once the plan knows nothing reads
+  // them again, with this plan's later buffers. Anything that must survive from one step to the next (a constant
+  // filled at build time, a cached copy of weights) is its own dnnl::memory instead.
+  // What forward writes: an inference plan reuses it after the step (or the value's last reader); a training
+  // plan keeps it for backward.
+  dnnl::memory transient(const md& desc) { return arena_.place(desc, ArenaCursor::Side::forward); }
+  // What backward writes (a gradient, a buffer a backward primitive fills): reused once the gradient is read.
+  dnnl::memory transient_grad(const md& desc) { return arena_.place(desc, ArenaCursor::Side::backward); }
 
   // The parameter bound to `role`, checked against the shape the op needs (Keras layout).
   Param& param(const char* role, const Shape& keras_shape);

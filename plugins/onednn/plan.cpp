@@ -3,14 +3,52 @@
 #include "layers/registry.hpp"
 #include "layout.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace onednn {
 
+namespace {
+
+// Which values hold which blocks of the arena (a reshape's output holds its input's): a block is placed again
+// when the last value holding it lets go.
+class Holdings {
+ public:
+  explicit Holdings(ArenaCursor& cursor) : cursor_(cursor) {}
+
+  void hold(const Value& v, const dnnl::memory& m, ArenaCursor::Side side) {
+    size_t block = 0;
+    if (!m || !cursor_.block_of(m.get_data_handle(), block)) return;
+    auto& mine = held_[{&v, side}];
+    if (std::find(mine.begin(), mine.end(), block) != mine.end()) return;
+    mine.push_back(block);
+    ++holders_[block];
+  }
+  bool held(size_t block) const { return holders_.count(block) > 0; }
+  void let_go(const Value& v, ArenaCursor::Side side) {
+    auto it = held_.find({&v, side});
+    if (it == held_.end()) return;
+    for (size_t block : it->second)
+      if (--holders_[block] == 0) {
+        holders_.erase(block);
+        cursor_.release(block);
+      }
+    held_.erase(it);
+  }
+
+ private:
+  ArenaCursor& cursor_;
+  std::map<std::pair<const Value*, ArenaCursor::Side>, std::vector<size_t>> held_;
+  std::map<size_t, int> holders_;
+};
+
+}  // namespace
+
 Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& params, const dnnl::engine& engine,
-           int64_t batch, Arena& arena)
-    : batch_(batch), backward_(graph.loss.has_value()), engine_(engine) {
-  ArenaCursor cursor(arena, engine);
+           int64_t batch, bool backward, Arena& arena, const std::vector<std::string>& kept)
+    : batch_(batch), backward_(backward && graph.loss.has_value()), engine_(engine) {
+  const auto reused = backward_ ? ArenaCursor::Side::backward : ArenaCursor::Side::forward;
+  ArenaCursor cursor(arena, engine, reused);
   LayerBuilder builder(engine, batch, options, backward_, params, cursor);
   // Values: which need a gradient (a parameter lies upstream) and how many readers each has in backward.
   for (const TensorSpec& in : graph.inputs) {
@@ -37,7 +75,18 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
   }
   if (graph.loss) ++value(graph.loss->input).consumers;
 
-  for (const NodeSpec& node : graph.nodes) {
+  // Lifetimes. Steps run in this order in forward and in the reverse order in backward, so a gradient read for
+  // the last time at step i (by the backward of the value's producer) and one first written at step j > i (by a
+  // later reader's backward) never live at once; in an inference plan, the same holds for values.
+  const auto last_read = last_reads(graph, kept);
+  std::map<size_t, std::vector<const Value*>> ending;
+  for (const auto& [v, step] : last_read) ending[step].push_back(v);
+  Holdings holdings(cursor);
+  for (const Value* in : inputs_) holdings.hold(*in, in->mem, ArenaCursor::Side::forward);
+  cursor.take_recent();
+
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const NodeSpec& node = graph.nodes[i];
     std::vector<Value*> inputs;
     for (const std::string& in : node.inputs) inputs.push_back(&value(in));
     Value& out = value(node.name);
@@ -48,14 +97,40 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
       node.fail(RAMJET_ERR_UNSUPPORTED, std::string("oneDNN cannot build it: ") + e.what());
     }
     if (!out.mem) node.fail(RAMJET_ERR_INTERNAL, "the layer defined no output");
+    holdings.hold(out, out.mem, ArenaCursor::Side::forward);
+    holdings.hold(out, out.diff, ArenaCursor::Side::backward);
+    holdings.hold(out, out.diff_scratch, ArenaCursor::Side::backward);
+    // What the layer placed for itself lives within its step: a training plan keeps the forward side for backward.
+    for (const auto& placed : cursor.take_recent())
+      if (!holdings.held(placed.block) && placed.side == reused) cursor.release(placed.block);
+    for (const Value* v : ending[i]) holdings.let_go(*v, reused);
   }
   if (graph.loss) loss_ = std::make_unique<Loss>(*graph.loss, builder, value(graph.loss->input));
   for (const std::string& name : graph.outputs) outputs_.push_back(host_copy(value(name), false));
 
-  // One scratchpad for every primitive: they run one at a time.
-  scratchpad_ = builder.transient(md({static_cast<int64_t>(std::max<size_t>(builder.scratchpad_bytes(), 1))}, dt::u8, tag::a));
+  // One scratchpad for every primitive: they run one at a time, and at any step.
+  scratchpad_ = cursor.place_apart(md({static_cast<int64_t>(std::max<size_t>(builder.scratchpad_bytes(), 1))}, dt::u8, tag::a));
   for (Args* args : builder.scratchpad_users()) (*args)[DNNL_ARG_SCRATCHPAD] = scratchpad_;
   arena_bytes_ = cursor.used();
+}
+
+std::map<const Value*, size_t> Plan::last_reads(const Graph& graph, const std::vector<std::string>& kept) {
+  const size_t never = graph.nodes.size();  // past the last step: released by no step
+  std::map<const Value*, size_t> last;
+  for (const auto& v : values_) last[v.get()] = 0;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    last[&value(graph.nodes[i].name)] = std::max(last[&value(graph.nodes[i].name)], i);
+    for (const std::string& in : graph.nodes[i].inputs) last[&value(in)] = i;
+  }
+  if (backward_) {
+    if (graph.loss) last[&value(graph.loss->input)] = never;  // the loss writes its gradient first of all
+  } else {
+    // Read after the steps: by the host copies, the loss and the taps.
+    for (const std::string& name : graph.outputs) last[&value(name)] = never;
+    if (graph.loss) last[&value(graph.loss->input)] = never;
+    for (const std::string& name : kept) last[&value(name)] = never;
+  }
+  return last;
 }
 
 Value& Plan::value(const std::string& name) {

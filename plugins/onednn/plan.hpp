@@ -13,9 +13,12 @@ namespace onednn {
 
 class Plan {
  public:
-  // The plan's per-step buffers go to `arena` (shared with the program's other plans), which must outlive it.
+  // With `backward` (and a loss in the graph) the plan trains: forward keeps every value for backward, and
+  // gradients share memory once read. Without, it only infers: a value's memory is reused once its last reader
+  // ran, except the graph's outputs, the loss's input and `kept` (tapped values). The plan's per-step buffers go
+  // to `arena` (shared with the program's other plans), which must outlive it.
   Plan(const Graph& graph, const CompileOptions& options, ParameterStore& params, const dnnl::engine& engine,
-       int64_t batch, Arena& arena);
+       int64_t batch, bool backward, Arena& arena, const std::vector<std::string>& kept);
   Plan(const Plan&) = delete;
   Plan& operator=(const Plan&) = delete;
 
@@ -50,6 +53,8 @@ class Plan {
   };
   Value& value(const std::string& name);
   HostCopy host_copy(Value& value, bool own_buffer);
+  // The step after which each value's memory (inference) or gradient (training) is read no more.
+  std::map<const Value*, size_t> last_reads(const Graph& graph, const std::vector<std::string>& kept);
 
   int64_t batch_;
   bool backward_;

@@ -87,22 +87,23 @@ Program::Program(Graph graph, CompileOptions options, int threads)
   mark_trainable(graph_, params_);
   optimizer_ = std::make_unique<Optimizer>(options_.optimizer, params_);
   ThreadScope scope(threads_);
-  plan_for(options_.batch);  // compile errors surface here, not at the first step
+  plan_for(options_.batch, graph_.loss.has_value());  // compile errors surface here, not at the first step
 }
 
-Plan& Program::plan_for(int64_t batch) {
-  auto it = plans_.find(batch);
+Plan& Program::plan_for(int64_t batch, bool training) {
+  training = training && graph_.loss.has_value();
+  auto it = plans_.find({batch, training});
   if (it != plans_.end()) return *it->second;
-  auto plan = std::make_unique<Plan>(graph_, options_, params_, engine_, batch, arena_);
+  auto plan = std::make_unique<Plan>(graph_, options_, params_, engine_, batch, training, arena_, taps_);
   if (!taps_.empty()) plan->set_taps(taps_);
   arena_bytes_ = std::max(arena_bytes_, plan->arena_bytes());
   // The compiled batch's plan at info; the others (a last batch, evaluation) reuse its memory, at debug.
   char line[160];
-  std::snprintf(line, sizeof line, "batch %lld: %.1f MB of activations, gradients and workspaces; %.1f MB for all %zu "
-                "batch sizes so far (they share one arena)", static_cast<long long>(batch), plan->arena_bytes() / 1e6,
-                arena_bytes_ / 1e6, plans_.size() + 1);
+  std::snprintf(line, sizeof line, "%s batch %lld: %.1f MB of activations%s and workspaces; %.1f MB for all %zu plans "
+                "so far (they share one arena)", training ? "training" : "inference", static_cast<long long>(batch),
+                plan->arena_bytes() / 1e6, training ? ", gradients" : "", arena_bytes_ / 1e6, plans_.size() + 1);
   ramjet::log(plans_.empty() ? RAMJET_LOG_INFO : RAMJET_LOG_DEBUG, "onednn", line);
-  return *plans_.emplace(batch, std::move(plan)).first->second;
+  return *plans_.emplace(std::make_pair(batch, training), std::move(plan)).first->second;
 }
 
 // Checks each graph input without building anything unless it is wrong (this runs every step).
@@ -135,12 +136,12 @@ int64_t Program::check_inputs(ramjet::Example& inputs) const {
 void Program::forward(const ramjet_forward_args& args, ramjet::Example& inputs, ramjet::Example& outputs) {
   ThreadScope scope(threads_);
   trained_ = nullptr;  // whatever happens below, the buffers of an earlier training forward are not kept
-  Plan& plan = plan_for(check_inputs(inputs));
+  DLTensor* labels = graph_.loss ? inputs.find(graph_.loss->labels) : nullptr;
+  Plan& plan = plan_for(check_inputs(inputs), args.training != 0 && labels != nullptr);
   for (size_t i = 0; i < graph_.inputs.size(); ++i) plan.load_input(i, *inputs.find(graph_.inputs[i].name));
   const Exec exec{stream_, args.training != 0, args.seed, nullptr};
   plan.forward(exec);
   plan.write_outputs(exec, outputs);
-  DLTensor* labels = graph_.loss ? inputs.find(graph_.loss->labels) : nullptr;
   if (labels != nullptr) {
     float loss = 0.0f;
     int32_t correct = 0, counted = 0;
@@ -153,7 +154,7 @@ void Program::forward(const ramjet_forward_args& args, ramjet::Example& inputs, 
   }
   if (tap_fn_ != nullptr) plan.run_taps(exec, tap_fn_, tap_user_);
   stream_.wait();
-  if (exec.training && labels != nullptr) trained_ = &plan;
+  if (plan.has_backward()) trained_ = &plan;
 }
 
 void Program::backward(const ramjet_backward_args& args) {
@@ -244,7 +245,9 @@ void Program::set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, 
   taps_ = names;
   tap_fn_ = names.empty() ? nullptr : fn;
   tap_user_ = user;
-  for (auto& [batch, plan] : plans_) plan->set_taps(taps_);
+  // Inference plans reuse a value's memory once read; they are built again, keeping the tapped values.
+  for (auto it = plans_.begin(); it != plans_.end();) it = it->first.second ? std::next(it) : plans_.erase(it);
+  for (auto& [key, plan] : plans_) plan->set_taps(taps_);
 }
 
 }  // namespace onednn

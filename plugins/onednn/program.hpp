@@ -1,5 +1,6 @@
-// A compiled graph: the parameters and optimizer state it owns, and one Plan per batch size it has met (the
-// compiled batch first; a smaller last batch of an epoch gets its own plan once, then reuses it).
+// A compiled graph: the parameters and optimizer state it owns, and one Plan per batch size and kind it has met:
+// training plans for training forwards with labels (the compiled batch first; a smaller last batch of an epoch
+// gets its own once, then reuses it), inference plans for the rest (evaluation, prediction, calibration).
 #pragma once
 
 #include "optimizer.hpp"
@@ -27,7 +28,7 @@ class Program {
 
  private:
   int64_t check_inputs(ramjet::Example& inputs) const;
-  Plan& plan_for(int64_t batch);
+  Plan& plan_for(int64_t batch, bool training);
 
   Graph graph_;
   CompileOptions options_;
@@ -37,7 +38,7 @@ class Program {
   Arena arena_;  // before the plans: they place their buffers in it, so it must outlive them
   ParameterStore params_;
   std::unique_ptr<Optimizer> optimizer_;  // after the parameters are marked trainable or not
-  std::map<int64_t, std::unique_ptr<Plan>> plans_;
+  std::map<std::pair<int64_t, bool>, std::unique_ptr<Plan>> plans_;  // by batch and whether it trains
   size_t arena_bytes_ = 0;  // the largest plan's span of the arena
   Plan* trained_ = nullptr;  // the plan of the last training forward with labels: backward reads its buffers
   std::vector<std::string> taps_;

@@ -58,7 +58,7 @@ class BatchNorm : public Layer {
     gamma_grad_ = GradSink(b, gamma, gamma.value.get_desc(), bwd.diff_weights_desc());
     beta_grad_ = GradSink(b, beta, beta.value.get_desc(), bwd.diff_weights_desc());
     // The primitive always produces d loss / d input; a first layer's goes to a buffer nobody reads.
-    if (!in_.needs_grad()) unused_diff_ = b.transient(src);
+    if (!in_.needs_grad()) unused_diff_ = b.transient_grad(src);
     bwd_args_ = {{DNNL_ARG_SRC, in_.mem()},     {DNNL_ARG_MEAN, mean_},       {DNNL_ARG_VARIANCE, variance_},
                  {DNNL_ARG_SCALE, gamma.value}, {DNNL_ARG_SHIFT, beta.value}};  // oneDNN 2.6 asks for the shift too
     b.use_scratchpad(bwd, bwd_args_);

@@ -79,7 +79,7 @@ class Conv2D : public WeightedLayer {
       const auto chosen = weights_pd(src_any);
       if (!is_reference(chosen) && chosen.src_desc() != pd.src_desc()) {
         wpd = chosen;
-        weights_src = b.transient(wpd.src_desc());
+        weights_src = b.transient_grad(wpd.src_desc());  // filled and read within one backward
         bwd_weights_src_ = Relayout(in_.mem(), weights_src);
       }
     }

@@ -62,7 +62,7 @@ class Conv2DTransposeTaps : public Layer {
     b.use_scratchpad(pd, fwd_args_);
     if (!b.backward()) return;
 
-    diff_patches_ = b.transient(patches);
+    diff_patches_ = b.transient_grad(patches);
     diff_image_ = Alias(as_image, e);
     gather_args_ = {{DNNL_ARG_TO, dnnl::memory(as_rows, e, diff_patches_.get_data_handle())}};
     gather_ = dnnl::reorder(dnnl::reorder::primitive_desc(e, as_image, e, as_rows));

@@ -53,7 +53,7 @@ class LayerNorm : public Layer {
     const dnnl::layer_normalization_backward::primitive_desc bpd({kind, rows, rows, epsilon, flags}, b.attr(), e, pd);
     bwd_ = dnnl::layer_normalization_backward(bpd);
     // oneDNN writes d src whether the input wants it or not: a buffer of the layer's own when it does not.
-    if (!in_.needs_grad()) spare_diff_ = b.transient(rows);
+    if (!in_.needs_grad()) spare_diff_ = b.transient_grad(rows);
     diff_in_ = Alias(rows, e);
     bwd_args_ = {{DNNL_ARG_SRC, fwd_args_[DNNL_ARG_SRC]},
                  {DNNL_ARG_DIFF_DST, Alias(rows, e, out_->diff).mem()},

@@ -68,7 +68,7 @@ class Pool : public Layer {
     dnnl::memory pooled_diff = out_->diff;
     if (global) {
       const dnnl::memory diff4(md({N, C, 1, 1}, b.compute_type(), tag::nhwc), b.engine(), out_->diff.get_data_handle());
-      pooled_diff = pd.dst_desc() == diff4.get_desc() ? diff4 : b.transient(pd.dst_desc());
+      pooled_diff = pd.dst_desc() == diff4.get_desc() ? diff4 : b.transient_grad(pd.dst_desc());
       from_out_diff_ = Relayout(diff4, pooled_diff);
     }
     bwd_args_ = {{DNNL_ARG_DIFF_DST, pooled_diff}};
