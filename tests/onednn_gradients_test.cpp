@@ -67,6 +67,26 @@ INSTANTIATE_TEST_SUITE_P(
                            {"activation", "relu6"}},  // depthwise, multiplier 2
                       json{{"filters", 3}, {"kernel", {2, 2}}, {"use_bias", false}, {"activation", "tanh"}}));
 
+// 16 channels in and out, 3x3, stride 1, float32: the shape the backend runs with Winograd's algorithm (forward,
+// backward-data and backward-weights), with a bias and without, with a relu post-op and without.
+TEST(OnednnConvGradientsWide, WinogradShapesMatchFiniteDifferences) {
+  for (const bool use_bias : {true, false}) {
+    const int64_t C = 16, H = 6, W = 6;
+    json g = Ir()
+                 .input("x", {H, W, 2})
+                 .conv("conv_a", "x", 2, {H, W, C},
+                       {{"filters", C}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "tanh"}})
+                 .conv("conv_b", "conv_a", C, {H, W, C},
+                       {{"filters", C}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"use_bias", use_bias},
+                        {"activation", use_bias ? "linear" : "relu"}})
+                 .node("flat", "flatten", {"conv_b"}, {H * W * C})
+                 .dense("out", "flat", H * W * C, 3)
+                 .classifier("out");
+    SCOPED_TRACE(use_bias ? "with a bias" : "without a bias");
+    expect_gradients_match(g, batch_of({H, W, 2}, 3, 3, 4), 3);
+  }
+}
+
 class OnednnPoolGradients : public ::testing::TestWithParam<std::pair<std::string, json>> {};
 
 TEST_P(OnednnPoolGradients, MatchFiniteDifferences) {
