@@ -1,141 +1,175 @@
-"""./dev bench train: the Keras tutorial CNN on Fashion-MNIST (batch 128, Adam 1e-3, data in memory, 2 threads)
-trained by ramjet (float32, mixed_bfloat16), TensorFlow/Keras (float32 and mixed_bfloat16, with and without
-jit_compile, keeping the faster) and PyTorch (float32, bf16 autocast), in one run. Steady-state samples/s; for
-ramjet rows also the fraction of this machine's oneDNN matmul peak the training step reaches.
+"""./dev bench train: training speed on Fashion-MNIST (batch 128, Adam 1e-3, data in memory, 2 threads) of the
+bench models — cnn (the Keras tutorial CNN, examples/fashion_mnist/train.json), resnet (a stem convolution and 3
+residual blocks with batch norm and projection shortcuts) and mobilenet (depthwise-separable blocks with batch norm
+and relu6), bench/train/models/*.json — by ramjet (float32, mixed_bfloat16), Keras (float32 and mixed_bfloat16,
+with and without jit_compile) and PyTorch (eager and torch.compile; float32 and bf16 autocast), every variant a
+row of its own, in one run. The peers build the same architectures (bench/train/{keras,torch}_models.py).
+
+Each row: steady-state samples/s (ramjet: its second epoch; the peers: their first epoch's steps after --warmup),
+the process's own peak resident memory (wait4), and the parameter count. --steps limits every framework's epoch to
+the same number of batches. `-load` rows run beside one single-thread busy process the bench starts and kills.
+Checks (issue 14), per model, as ratios within the run: ramjet ≥ 2 × the best peer row of its precision; ramjet's
+fp32 peak RSS ≤ the leanest peer's; under load ramjet keeps ≥ 60 % of its speed and ≥ 1.5 × Keras's; for the CNN,
+≥ 70 % (fp32) and ≥ 60 % (bf16) of the matmul peak measured in the same run, and tracing costs ≤ 3 %.
 """
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-MANIFEST = os.path.join(ROOT, "examples", "fashion_mnist", "train.json")
+sys.path.insert(0, HERE)
+import checks  # noqa: E402
+import rows  # noqa: E402
+
+log = rows.log
 
 
-def log(message):
-    print(message, file=sys.stderr, flush=True)
-
-
-def last_json(command, env=None):
-    out = subprocess.run(command, check=True, capture_output=True, text=True, env=env)
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def training_flops_per_sample(ramjet):
-    """Multiply-adds of the forward pass × 2 flops × 3 (forward, backward data, backward weights)."""
-    graph = json.loads(subprocess.run([ramjet, "graph", MANIFEST, "--json"], check=True, capture_output=True,
-                                      text=True).stdout)
-    shapes = {i["name"]: i["shape"] for i in graph["inputs"]}
-    macs = 0
-    for node in graph["nodes"]:
-        shapes[node["name"]] = node["shape"]
-        attrs = node.get("attrs", {})
-        if node["op"] == "conv2d":
-            in_channels = shapes[node["inputs"][0]][-1]
-            out = node["shape"]
-            macs += out[0] * out[1] * out[2] * attrs["kernel"][0] * attrs["kernel"][1] * in_channels // attrs["groups"]
-        elif node["op"] == "dense":
-            macs += shapes[node["inputs"][0]][0] * attrs["units"]
-    return 2 * 3 * macs
-
-
-def ramjet_row(ramjet, precision, report, threads, trace=None):
-    command = [ramjet, "run", MANIFEST, "--quiet", "--report", report, "--set", "/train/epochs=2",
-               "--set", f"/train/precision={precision}", "--set", f"/train/threads={threads}",
-               "--set", "/train/checkpoint/every_steps=0", "--set", "/data/train/budget={\"cpu\": %d}" % threads]
-    if trace:
-        command += ["--trace", trace]
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    subprocess.run(command, check=True, env=env)
-    with open(report) as f:
-        r = json.load(f)
-    history = r["train"]["history"]
-    return {"samples_per_s": history[-1]["samples_per_s"], "test_accuracy": r.get("eval", {}).get("accuracy"),
-            "input_wait_fraction": r["train"]["input_wait_fraction"]}
-
-
-def main():
-    p = argparse.ArgumentParser()
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ramjet", required=True)
     p.add_argument("--matmul-peak")
     p.add_argument("--json", action="store_true")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--torch-python", default=sys.executable)
+    p.add_argument("--model", default="cnn", help="cnn, resnet, mobilenet, or a comma list of them")
+    p.add_argument("--steps", type=int, help="batches an epoch, every framework (default: the whole epoch, 469, "
+                                             "for cnn; 200 for resnet and mobilenet)")
+    p.add_argument("--warmup", type=int, default=50, help="the peers' first steps left out of the timing")
+    p.add_argument("--load-models", default="resnet",
+                   help="models that get the -load rows (comma list, default resnet; 'none' for none)")
     p.add_argument("--rows", help="comma-separated row names to run (default: all)")
+    p.add_argument("--work", help="keep manifests, reports and checkpoints here (default: a temporary folder)")
     a = p.parse_args()
-    report = os.path.expanduser("~/.cache/ramjet/bench-train-report.json")
-    trace = os.path.expanduser("~/.cache/ramjet/bench-train-trace.json")
-    os.makedirs(os.path.dirname(report), exist_ok=True)
-    peers = os.path.join(HERE, "keras_peer.py"), os.path.join(HERE, "torch_peer.py")
-    t = str(a.threads)
-    runners = {
-        "ramjet-fp32": lambda: ramjet_row(a.ramjet, "float32", report, a.threads),
-        # The same run recording a Chrome trace: what `--trace` costs.
-        "ramjet-fp32-trace": lambda: ramjet_row(a.ramjet, "float32", report, a.threads, trace=trace),
-        "ramjet-bf16": lambda: ramjet_row(a.ramjet, "mixed_bfloat16", report, a.threads),
-        "tf-fp32": lambda: max((last_json([sys.executable, peers[0], "--precision", "float32", "--threads", t] + jit)
-                                for jit in ([], ["--jit"])), key=lambda r: r["samples_per_s"]),
-        "tf-bf16": lambda: max((last_json([sys.executable, peers[0], "--precision", "mixed_bfloat16", "--threads", t] + jit)
-                                for jit in ([], ["--jit"])), key=lambda r: r["samples_per_s"]),
-        "torch-fp32": lambda: last_json([a.torch_python, peers[1], "--precision", "float32", "--threads", t]),
-        "torch-bf16": lambda: last_json([a.torch_python, peers[1], "--precision", "bfloat16", "--threads", t]),
-    }
+    a.models = a.model.split(",")
+    a.load_models = [] if a.load_models == "none" else a.load_models.split(",")
+    for m in a.models + a.load_models:
+        if m not in rows.MANIFESTS:
+            p.error(f"unknown model {m!r}; models: {', '.join(rows.MANIFESTS)}")
+    if a.steps is not None and a.steps <= a.warmup + 1:
+        p.error(f"--steps {a.steps} leaves no timed steps after --warmup {a.warmup}")
+    return a
+
+
+def plan(a):
+    """(model, row name) pairs to run, in order, after the --rows filter."""
+    pairs = [(m, name) for m in a.models for name in rows.row_names(m, a.load_models)]
     if a.rows:
         wanted = a.rows.split(",")
-        unknown = [w for w in wanted if w not in runners]
+        known = {name for _, name in pairs}
+        unknown = [w for w in wanted if w not in known]
         if unknown:
-            sys.exit(f"unknown row(s) {', '.join(unknown)}; rows: {', '.join(runners)}")
-        runners = {name: runners[name] for name in wanted}
-    rows = []
-    # Rounds: every row once, then every row again. The shared machine's speed drifts over minutes; interleaving
-    # spreads the drift over all rows instead of favouring whichever ran first.
-    results = {name: [] for name in runners}
+            sys.exit(f"unknown row(s) {', '.join(unknown)}; rows: {', '.join(sorted(known))}")
+        pairs = [(m, name) for m, name in pairs if name in wanted]
+    return pairs
+
+
+def run_rounds(a, work, pairs):
+    """Rounds: every row once, then every row again. The shared machine's speed drifts over minutes; interleaving
+    spreads the drift over all rows instead of favouring whichever ran first."""
+    results = {pair: [] for pair in pairs}
+    errors = {}
     for r in range(a.repeat):
-        for name, runner in runners.items():
-            log(f"{name} run {r + 1}/{a.repeat}")
+        for model, name in pairs:
+            log(f"{model} {name} run {r + 1}/{a.repeat}")
+            quiet = {n: statistics.median(x["samples_per_s"] for x in res)
+                     for (m, n), res in results.items() if m == model and res}
             try:
-                results[name].append(runner())
-            except subprocess.CalledProcessError as e:
-                log(f"{name} failed: {e.stderr or e}")
-    for name in runners:
-        if not results[name]:
-            rows.append({"name": name, "samples_per_s": None, "error": "failed (see stderr)"})
+                results[(model, name)].append(rows.runner(a, work, model, name, quiet)())
+            except (subprocess.CalledProcessError, OSError, ValueError, KeyError) as e:
+                detail = (getattr(e, "stderr", None) or str(e)).strip()
+                errors[(model, name)] = detail.splitlines()[-1] if detail else type(e).__name__
+                log(f"{model} {name} failed: {detail[-3000:]}")
+    return results, errors
+
+
+def summarize(model, name, runs, error):
+    """One row: the median run, every run's samples/s, and the largest peak RSS of its runs."""
+    if not runs:
+        return {"model": model, "name": name, "samples_per_s": None, "peak_rss_bytes": None,
+                "error": error or "failed (see stderr)"}
+    speeds = [round(x["samples_per_s"], 1) for x in runs]
+    median = sorted(runs, key=lambda x: x["samples_per_s"])[len(runs) // 2]
+    row = {"model": model, "name": name, "samples_per_s": round(statistics.median(speeds), 1), "runs": speeds,
+           "peak_rss_bytes": max(x["peak_rss_bytes"] for x in runs)}
+    for key in ("params", "steps_per_epoch", "test_accuracy", "input_wait_fraction", "variant", "load"):
+        if median.get(key) is not None:
+            row[key] = median[key]
+    return row
+
+
+def matmul_peak(a):
+    if not (a.matmul_peak and os.path.exists(a.matmul_peak)):
+        return None
+    out = subprocess.run([a.matmul_peak], check=True, capture_output=True, text=True,
+                         env=dict(os.environ, OMP_NUM_THREADS=str(a.threads))).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def bench(a, work):
+    results, errors = run_rounds(a, work, plan(a))
+    peak = matmul_peak(a)
+    all_rows, all_checks, models = [], [], {}
+    for model in a.models:
+        model_rows = [summarize(m, n, runs, errors.get((m, n))) for (m, n), runs in results.items() if m == model]
+        g = checks.graph(a.ramjet, rows.MANIFESTS[model])
+        flops, params = checks.training_flops_per_sample(g), checks.param_count(g)
+        models[model] = {"params": params, "training_flops_per_sample": flops,
+                         "steps_per_epoch": a.steps or rows.DEFAULT_STEPS[model] or 469}
+        for row in model_rows:
+            if row["name"].startswith("ramjet"):
+                row["params"] = params
+            elif row.get("params") not in (None, params):
+                # The peers must build the same network; a different count means the comparison is off.
+                log(f"WARNING: {model} {row['name']} has {row['params']} parameters, ramjet's manifest {params}")
+                row["params_mismatch"] = True
+        if peak:
+            checks.add_peak_fractions(model_rows, peak, flops)
+        all_rows += model_rows
+        all_checks += checks.model_checks(model, model_rows)
+    return {"benchmark": "train", "models": models, "rows": all_rows, "checks": all_checks, "matmul_peak": peak,
+            "threads": a.threads, "batch": rows.BATCH, "warmup": a.warmup, "repeat": a.repeat}
+
+
+def print_table(result):
+    print(f"{'model':10} {'row':20} {'samples/s':>10} {'peak MiB':>9} {'params':>8}   notes")
+    for r in result["rows"]:
+        if r["samples_per_s"] is None:
+            print(f"{r['model']:10} {r['name']:20} {'failed':>10} {'':>9} {'':>8}   {r.get('error', '')}")
             continue
-        runs = [round(x["samples_per_s"], 1) for x in results[name]]
-        rows.append({"name": name, "samples_per_s": round(statistics.median(runs), 1), "runs": runs})
-    peak = None
-    if a.matmul_peak and os.path.exists(a.matmul_peak):
-        peak = last_json([a.matmul_peak], env=dict(os.environ, OMP_NUM_THREADS=t))
-        flops = training_flops_per_sample(a.ramjet)
-        for row in rows:
-            if row["name"].startswith("ramjet") and row["samples_per_s"]:
-                key = "bfloat16_gflops" if row["name"].endswith("bf16") else "float32_gflops"
-                row["gflops"] = round(row["samples_per_s"] * flops * 1e-9, 1)
-                row["fraction_of_matmul_peak"] = round(row["gflops"] / peak[key], 3) if peak[key] else None
-    by = {r["name"]: r["samples_per_s"] or 0 for r in rows}
-    ratios = [("ramjet-fp32 / best of tf-fp32, torch-fp32", 1.5, "ramjet-fp32", ["tf-fp32", "torch-fp32"]),
-              ("ramjet-bf16 / best of tf-bf16, torch-bf16", 1.5, "ramjet-bf16", ["tf-bf16", "torch-bf16"]),
-              ("ramjet-fp32-trace / ramjet-fp32 (tracing costs at most 3 %)", 0.97, "ramjet-fp32-trace",
-               ["ramjet-fp32"])]
-    checks = [{"ratio": text, "target": target, "value": round(by[top] / max(max(by[b] for b in bottom), 1e-9), 3)}
-              for text, target, top, bottom in ratios if top in by and all(b in by for b in bottom)]
-    for c in checks:
-        c["met"] = c["value"] >= c["target"]
-    result = {"benchmark": "train", "rows": rows, "checks": checks, "matmul_peak": peak}
+        notes = []
+        if r.get("fraction_of_matmul_peak"):
+            notes.append(f"{r['fraction_of_matmul_peak']:.0%} of matmul peak")
+        if r.get("variant"):
+            notes.append(f"variant {r['variant']}")
+        if len(r.get("runs", [])) > 1:
+            notes.append("runs " + " · ".join(f"{x:.0f}" for x in r["runs"]))
+        print(f"{r['model']:10} {r['name']:20} {r['samples_per_s']:10.0f} {r['peak_rss_bytes'] / 2**20:9.0f} "
+              f"{r.get('params', ''):>8}   {'; '.join(notes)}")
+    for c in result["checks"]:
+        print(f"{c['model']:10} {c['ratio']:62} {c['value']:6.3f}  target {c['target']}  "
+              f"{'met' if c['met'] else 'MISSED'}")
+
+
+def main():
+    a = parse_args()
+    rows.exit_on_sigterm()
+    work = os.path.abspath(a.work) if a.work else tempfile.mkdtemp(prefix="ramjet-bench-train-")
+    os.makedirs(work, exist_ok=True)
+    try:
+        result = bench(a, work)
+    finally:
+        if not a.work:
+            shutil.rmtree(work, ignore_errors=True)
     if a.json:
         print(json.dumps(result))
-        return
-    for r in rows:
-        extra = f"  {r['fraction_of_matmul_peak']:.0%} of matmul peak" if r.get("fraction_of_matmul_peak") else ""
-        value = f"{r['samples_per_s']:12.0f}" if r["samples_per_s"] else "      failed"
-        runs = "  runs " + " · ".join(f"{x:.0f}" for x in r["runs"]) if r.get("runs") else ""
-        print(f"{r['name']:17} {value} samples/s{extra}{runs}")
-    for c in checks:
-        print(f"{c['ratio']:60} {c['value']:6.3f}  target {c['target']}  {'met' if c['met'] else 'MISSED'}")
+    else:
+        print_table(result)
 
 
 if __name__ == "__main__":
