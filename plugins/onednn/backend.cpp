@@ -25,7 +25,8 @@ void CpuBackend::check_options(const nlohmann::json& options, ramjet::Problems& 
 
 // fields() has checked the configuration (create() refuses what check_config reports).
 CpuBackend::CpuBackend(const ramjet::Config& config)
-    : threads_(config.get_or<int>("threads", static_cast<int>(config.num_threads()))) {
+    : threads_(config.get_or<int>("threads", static_cast<int>(config.num_threads()))),
+      adapt_threads_(config.get_or<bool>("adapt_threads", false)) {
   pin_openmp_runtime();
 }
 
@@ -38,7 +39,7 @@ std::unique_ptr<CpuBackend::Program> CpuBackend::compile(const nlohmann::json& g
   Graph parsed = parse_graph(graph);
   CompileOptions o = parse_options(options, &parsed);
   const int threads = o.threads.value_or(threads_);
-  return std::make_unique<RoutedProgram>(std::make_unique<onednn::Program>(std::move(parsed), std::move(o), threads));
+  return std::make_unique<RoutedProgram>(std::make_unique<onednn::Program>(std::move(parsed), std::move(o), threads, adapt_threads_));
 }
 
 }  // namespace onednn

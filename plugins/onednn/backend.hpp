@@ -13,7 +13,11 @@ class CpuBackend {
   using Program = onednn::RoutedProgram;  // float32 (program.hpp) or int8 (int8/program.hpp)
 
   // threads: OpenMP threads for this backend's programs; absent: the host's num_threads (0: OpenMP's default).
-  static ramjet::Fields fields() { return {ramjet::Field::integer("threads").at_least(0).at_most(std::numeric_limits<int>::max())}; }
+  // adapt_threads: training steps may run on one thread while that is faster (a busy machine; thread_tuner.hpp).
+  static ramjet::Fields fields() {
+    return {ramjet::Field::integer("threads").at_least(0).at_most(std::numeric_limits<int>::max()),
+            ramjet::Field::boolean("adapt_threads").fallback(false)};
+  }
   static void check_options(const nlohmann::json& options, ramjet::Problems& problems);
 
   explicit CpuBackend(const ramjet::Config& config);
@@ -21,6 +25,7 @@ class CpuBackend {
 
  private:
   int threads_ = 0;  // 0: OpenMP's default
+  bool adapt_threads_ = false;
 };
 
 }  // namespace onednn

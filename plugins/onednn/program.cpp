@@ -3,6 +3,8 @@
 #include "kernels.hpp"
 #include "thread_scope.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -81,29 +83,30 @@ ramjet::Tensor copy_of(const float* data, const Shape& shape) {
 
 }  // namespace
 
-Program::Program(Graph graph, CompileOptions options, int threads)
-    : graph_(std::move(graph)), options_(std::move(options)), threads_(threads), engine_(dnnl::engine::kind::cpu, 0),
-      stream_(engine_), params_(param_specs(graph_), model_order(graph_), engine_) {
+Program::Program(Graph graph, CompileOptions options, int threads, bool adapt_threads)
+    : graph_(std::move(graph)), options_(std::move(options)), threads_(threads > 0 ? threads : omp_get_max_threads()),
+      engine_(dnnl::engine::kind::cpu, 0), stream_(engine_), params_(param_specs(graph_), model_order(graph_), engine_),
+      tuner_(threads_, adapt_threads) {
   mark_trainable(graph_, params_);
   optimizer_ = std::make_unique<Optimizer>(options_.optimizer, params_);
-  ThreadScope scope(threads_);
-  plan_for(options_.batch, graph_.loss.has_value());  // compile errors surface here, not at the first step
+  plan_for(options_.batch, graph_.loss.has_value(), threads_);  // compile errors surface here, not at the first step
 }
 
-Plan& Program::plan_for(int64_t batch, bool training) {
+Plan& Program::plan_for(int64_t batch, bool training, int threads) {
   training = training && graph_.loss.has_value();
-  auto it = plans_.find({batch, training});
+  auto it = plans_.find({batch, training, threads});
   if (it != plans_.end()) return *it->second;
+  ThreadScope scope(threads);
   auto plan = std::make_unique<Plan>(graph_, options_, params_, engine_, batch, training, arena_, taps_);
   if (!taps_.empty()) plan->set_taps(taps_);
   arena_bytes_ = std::max(arena_bytes_, plan->arena_bytes());
   // The compiled batch's plan at info; the others (a last batch, evaluation) reuse its memory, at debug.
   char line[160];
-  std::snprintf(line, sizeof line, "%s batch %lld: %.1f MB of activations%s and workspaces; %.1f MB for all %zu plans "
-                "so far (they share one arena)", training ? "training" : "inference", static_cast<long long>(batch),
+  std::snprintf(line, sizeof line, "%s batch %lld, %d threads: %.1f MB of activations%s and workspaces; %.1f MB for all %zu plans "
+                "so far (they share one arena)", training ? "training" : "inference", static_cast<long long>(batch), threads,
                 plan->arena_bytes() / 1e6, training ? ", gradients" : "", arena_bytes_ / 1e6, plans_.size() + 1);
   ramjet::log(plans_.empty() ? RAMJET_LOG_INFO : RAMJET_LOG_DEBUG, "onednn", line);
-  return *plans_.emplace(std::make_pair(batch, training), std::move(plan)).first->second;
+  return *plans_.emplace(std::make_tuple(batch, training, threads), std::move(plan)).first->second;
 }
 
 // Checks each graph input without building anything unless it is wrong (this runs every step).
@@ -134,10 +137,12 @@ int64_t Program::check_inputs(ramjet::Example& inputs) const {
 }
 
 void Program::forward(const ramjet_forward_args& args, ramjet::Example& inputs, ramjet::Example& outputs) {
-  ThreadScope scope(threads_);
+  const int threads = tuner_.threads();
+  ThreadScope scope(threads);
   trained_ = nullptr;  // whatever happens below, the buffers of an earlier training forward are not kept
+  step_start_ = std::chrono::steady_clock::now();
   DLTensor* labels = graph_.loss ? inputs.find(graph_.loss->labels) : nullptr;
-  Plan& plan = plan_for(check_inputs(inputs), args.training != 0 && labels != nullptr);
+  Plan& plan = plan_for(check_inputs(inputs), args.training != 0 && labels != nullptr, threads);
   for (size_t i = 0; i < graph_.inputs.size(); ++i) plan.load_input(i, *inputs.find(graph_.inputs[i].name));
   const Exec exec{stream_, args.training != 0, args.seed, nullptr};
   plan.forward(exec);
@@ -154,7 +159,10 @@ void Program::forward(const ramjet_forward_args& args, ramjet::Example& inputs, 
   }
   if (tap_fn_ != nullptr) plan.run_taps(exec, tap_fn_, tap_user_);
   stream_.wait();
-  if (plan.has_backward()) trained_ = &plan;
+  if (plan.has_backward()) {
+    trained_ = &plan;
+    trained_threads_ = threads;
+  }
 }
 
 void Program::backward(const ramjet_backward_args& args) {
@@ -164,7 +172,7 @@ void Program::backward(const ramjet_backward_args& args) {
                                       "and the labels " + labels + " first");
   }
   if (!std::isfinite(args.loss_scale)) fail(RAMJET_ERR_INVALID_ARGUMENT, "backward: loss_scale must be finite");
-  ThreadScope scope(threads_);
+  ThreadScope scope(trained_threads_);
   for (const auto& p : params_.all()) {
     p->pending = p->users;
     p->written = false;
@@ -183,10 +191,11 @@ void Program::backward(const ramjet_backward_args& args) {
     for (const auto& p : params_.all()) finite = finite && (!p->trainable || all_finite(p->grad_data(), p->count()));
     *args.out_found_nonfinite = finite ? 0 : 1;
   }
+  tuner_.step_done(std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count());
 }
 
 void Program::optimizer_update(const ramjet_update_args& args) {
-  ThreadScope scope(threads_);
+  ThreadScope scope(tuner_.threads());
   optimizer_->update(args);
 }
 
@@ -246,7 +255,7 @@ void Program::set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, 
   tap_fn_ = names.empty() ? nullptr : fn;
   tap_user_ = user;
   // Inference plans reuse a value's memory once read; they are built again, keeping the tapped values.
-  for (auto it = plans_.begin(); it != plans_.end();) it = it->first.second ? std::next(it) : plans_.erase(it);
+  for (auto it = plans_.begin(); it != plans_.end();) it = std::get<1>(it->first) ? std::next(it) : plans_.erase(it);
   for (auto& [key, plan] : plans_) plan->set_taps(taps_);
 }
 

@@ -5,8 +5,11 @@
 
 #include "optimizer.hpp"
 #include "plan.hpp"
+#include "thread_tuner.hpp"
 
+#include <chrono>
 #include <map>
+#include <tuple>
 #include <memory>
 #include <string_view>
 
@@ -14,7 +17,8 @@ namespace onednn {
 
 class Program {
  public:
-  Program(Graph graph, CompileOptions options, int threads);
+  // `threads` 0: OpenMP's default. `adapt_threads`: training steps may run on one thread (thread_tuner.hpp).
+  Program(Graph graph, CompileOptions options, int threads, bool adapt_threads = false);
 
   void forward(const ramjet_forward_args& args, ramjet::Example& inputs, ramjet::Example& outputs);
   void backward(const ramjet_backward_args& args);
@@ -28,7 +32,8 @@ class Program {
 
  private:
   int64_t check_inputs(ramjet::Example& inputs) const;
-  Plan& plan_for(int64_t batch, bool training);
+  // Plans are built under, and run with, the thread count they are for (oneDNN sizes its work split then).
+  Plan& plan_for(int64_t batch, bool training, int threads);
 
   Graph graph_;
   CompileOptions options_;
@@ -38,9 +43,12 @@ class Program {
   Arena arena_;  // before the plans: they place their buffers in it, so it must outlive them
   ParameterStore params_;
   std::unique_ptr<Optimizer> optimizer_;  // after the parameters are marked trainable or not
-  std::map<std::pair<int64_t, bool>, std::unique_ptr<Plan>> plans_;  // by batch and whether it trains
+  ThreadTuner tuner_;
+  std::map<std::tuple<int64_t, bool, int>, std::unique_ptr<Plan>> plans_;  // by batch, whether it trains, threads
   size_t arena_bytes_ = 0;  // the largest plan's span of the arena
-  Plan* trained_ = nullptr;  // the plan of the last training forward with labels: backward reads its buffers
+  Plan* trained_ = nullptr;
+  int trained_threads_ = 0;
+  std::chrono::steady_clock::time_point step_start_;  // the plan of the last training forward with labels: backward reads its buffers
   std::vector<std::string> taps_;
   ramjet_tap_fn tap_fn_ = nullptr;
   void* tap_user_ = nullptr;
