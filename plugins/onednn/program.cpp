@@ -100,12 +100,12 @@ Plan& Program::plan_for(int64_t batch, bool training, int threads) {
   auto plan = std::make_unique<Plan>(graph_, options_, params_, engine_, batch, training, arena_, taps_);
   if (!taps_.empty()) plan->set_taps(taps_);
   arena_bytes_ = std::max(arena_bytes_, plan->arena_bytes());
-  // The compiled batch's plan at info; the others (a last batch, evaluation) reuse its memory, at debug.
+  // At debug: every rank of a distributed run builds its plans, and the host shows only rank 0's progress.
   char line[160];
   std::snprintf(line, sizeof line, "%s batch %lld, %d threads: %.1f MB of activations%s and workspaces; %.1f MB for all %zu plans "
                 "so far (they share one arena)", training ? "training" : "inference", static_cast<long long>(batch), threads,
                 plan->arena_bytes() / 1e6, training ? ", gradients" : "", arena_bytes_ / 1e6, plans_.size() + 1);
-  ramjet::log(plans_.empty() ? RAMJET_LOG_INFO : RAMJET_LOG_DEBUG, "onednn", line);
+  ramjet::log(RAMJET_LOG_DEBUG, "onednn", line);
   return *plans_.emplace(std::make_tuple(batch, training, threads), std::move(plan)).first->second;
 }
 
