@@ -77,7 +77,10 @@ def ratio_checks(model, by):
     """Plain ratios of two rows: tracing's cost, and throughput under one competing busy process."""
     pairs = [("ramjet-fp32-trace / ramjet-fp32 (tracing costs at most 3 %)", 0.97, "ramjet-fp32-trace", "ramjet-fp32"),
              ("ramjet-fp32-load / ramjet-fp32 (kept under load)", 0.6, "ramjet-fp32-load", "ramjet-fp32"),
-             ("ramjet-fp32-load / tf-fp32-load", 1.5, "ramjet-fp32-load", "tf-fp32-load")]
+             ("ramjet-fp32-load / tf-fp32-load", 1.5, "ramjet-fp32-load", "tf-fp32-load"),
+             ("ramjet-fp32-load-adapt / ramjet-fp32 (kept under load, adapt_threads)", 0.6, "ramjet-fp32-load-adapt",
+              "ramjet-fp32"),
+             ("ramjet-fp32-load-adapt / tf-fp32-load", 1.5, "ramjet-fp32-load-adapt", "tf-fp32-load")]
     out = []
     for text, target, top, bottom in pairs:
         a, b = by.get(top, {}).get("samples_per_s"), by.get(bottom, {}).get("samples_per_s")

@@ -42,10 +42,10 @@ def row_names(model, load_models):
     """Every row of one model, in the order they run: the trace row only for the CNN (what `--trace` costs was
     measured there), the `-load` rows last and only for the models named by --load-models."""
     names = ["ramjet-fp32", "ramjet-bf16"] + (["ramjet-fp32-trace"] if model == "cnn" else []) + list(PEERS)
-    return names + (["ramjet-fp32-load", "tf-fp32-load"] if model in load_models else [])
+    return names + (["ramjet-fp32-load", "ramjet-fp32-load-adapt", "tf-fp32-load"] if model in load_models else [])
 
 
-def bench_manifest(model, precision, a, work):
+def bench_manifest(model, precision, a, work, adapt_threads=False):
     """The model's manifest for a timed run: 2 epochs (the second is the steady state), --steps batches each,
     the bench's threads, no periodic checkpoints and no export (the peers export nothing either); checkpoints go
     to the work folder, not next to the manifest."""
@@ -58,14 +58,16 @@ def bench_manifest(model, precision, a, work):
     doc["train"].update(epochs=2, precision=precision, threads=a.threads)
     doc["train"]["checkpoint"] = {"dir": os.path.join(work, f"checkpoints-{model}-{precision}"), "every_steps": 0}
     doc.pop("export", None)
-    path = os.path.join(work, f"{model}-{precision}.json")
+    if adapt_threads:  # the backend's own setting for a shared machine (plugins/onednn/thread_tuner.hpp)
+        doc["train"]["backend"] = {"type": "cpu", "adapt_threads": True}
+    path = os.path.join(work, f"{model}-{precision}{'-adapt' if adapt_threads else ''}.json")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
     return path
 
 
-def ramjet_row(a, work, model, precision, trace=None):
-    manifest = bench_manifest(model, precision, a, work)
+def ramjet_row(a, work, model, precision, trace=None, adapt_threads=False):
+    manifest = bench_manifest(model, precision, a, work, adapt_threads)
     report = os.path.join(work, f"report-{model}-{precision}.json")
     command = [a.ramjet, "run", manifest, "--quiet", "--report", report]
     if trace:
@@ -132,6 +134,8 @@ def runner(a, work, model, name, quiet):
     tf-fp32-load row runs the Keras fp32 variant (with or without jit) that was faster without load."""
     if name == "ramjet-fp32-load":
         return lambda: loaded(lambda: ramjet_row(a, work, model, "float32"))
+    if name == "ramjet-fp32-load-adapt":
+        return lambda: loaded(lambda: ramjet_row(a, work, model, "float32", adapt_threads=True))
     if name == "tf-fp32-load":
         def tf_loaded():
             jit = quiet.get("tf-fp32-jit", 0) > quiet.get("tf-fp32", 0)
