@@ -8,7 +8,6 @@ advises.
 Prints one JSON object: samples/s over the last epoch (a callback timing its batch ends, after the epoch's first
 batch), and the test PSNR (tf.image.psnr, averaged over the test images) after the last epoch.
 """
-import argparse
 import json
 import os
 import sys
@@ -36,17 +35,7 @@ class EpochTimer(keras.callbacks.Callback):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--ir", required=True)
-    p.add_argument("--data", required=True, help="a JSON file: {'train_noisy': path, ...} (run.py writes it)")
-    p.add_argument("--precision", choices=["float32", "mixed_bfloat16"], default="float32")
-    p.add_argument("--jit", action="store_true")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--seed", type=int, default=1)
-    a = p.parse_args()
+    a = pairs.peer_arguments(["float32", "mixed_bfloat16"], "--jit", "compile with XLA (jit_compile)")
     tf.config.threading.set_intra_op_parallelism_threads(a.threads)
     tf.config.threading.set_inter_op_parallelism_threads(1)
     keras.utils.set_random_seed(a.seed)

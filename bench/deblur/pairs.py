@@ -2,6 +2,7 @@
 blurred by a 5×5 Gaussian (σ 1, edges reflected without repeating the edge, as the `blur` transform does) with
 Gaussian noise (σ 0.05, clipped to [0, 1]) added: the degradation of examples/deblur/pipeline.json, drawn here once
 with NumPy so that ramjet (through its `npy` source), Keras and PyTorch train and test on the same arrays."""
+import argparse
 import os
 import sys
 
@@ -12,6 +13,22 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "pipeline"))
 import fashion_mnist  # noqa: E402
 
 SIZE, SIGMA, NOISE = 5, 1.0, 0.05
+
+
+def peer_arguments(precisions, variant, variant_help):
+    """The command line both peers take: the model's IR, the arrays run.py wrote, the precision, one variant flag
+    (--jit for Keras, --compile for PyTorch) and the training settings every row shares."""
+    p = argparse.ArgumentParser()
+    p.add_argument("--ir", required=True)
+    p.add_argument("--data", required=True, help="a JSON file: {'train_noisy': path, ...} (run.py writes it)")
+    p.add_argument("--precision", choices=precisions, default=precisions[0])
+    p.add_argument(variant, action="store_true", help=variant_help)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--seed", type=int, default=1)
+    return p.parse_args()
 
 
 def gaussian_blur(images):

@@ -165,15 +165,8 @@ def main():
         return
     print(f"{result['train_pairs']} training pairs, {result['epochs']} epochs, batch {result['batch']}, "
           f"{result['threads']} threads; the degraded test inputs' PSNR {result['input_psnr']:.2f} dB")
-    for r in result["rows"]:
-        value = f"{r['samples_per_s']:9.0f}" if r["samples_per_s"] else "   failed"
-        psnr = f"  PSNR {r['psnr']:6.2f} dB" if r.get("psnr") is not None else ""
-        rss = f"  peak {r['peak_rss_bytes'] / 2**20:6.0f} MiB" if r.get("peak_rss_bytes") else ""
-        variants = ("  (" + ", ".join(f"{k} {v['samples_per_s']:.0f}" for k, v in r["variants"].items()) + ")"
-                    if r.get("variants") else "")
-        print(f"{r['name']:12} {value} samples/s{psnr}{rss}{variants}")
-    for c in result["checks"]:
-        print(f"{c['check']:56} {c['value']:7.3f}  target {c['target']}  {'met' if c['met'] else 'MISSED'}")
+    _seq.print_table(result["rows"], result["checks"], "samples",
+                     extra=lambda r: f"  PSNR {r['psnr']:6.2f} dB" if r.get("psnr") is not None else "")
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ torch.compile; --precision bfloat16 runs the forward under CPU autocast (bf16). 
 
 Prints one JSON object: samples/s over the last epoch after its first step, and the test PSNR after the last epoch.
 """
-import argparse
 import json
 import os
 import sys
@@ -79,17 +78,7 @@ class FromIR(nn.Module):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--ir", required=True)
-    p.add_argument("--data", required=True)
-    p.add_argument("--precision", choices=["float32", "bfloat16"], default="float32")
-    p.add_argument("--compile", action="store_true")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--seed", type=int, default=1)
-    a = p.parse_args()
+    a = pairs.peer_arguments(["float32", "bfloat16"], "--compile", "torch.compile the model")
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     with open(a.ir) as f:

@@ -91,6 +91,19 @@ def best_of(variants, key="tokens_per_s"):
     return best
 
 
+def print_table(rows, checks, unit, extra=lambda row: ""):
+    """Rows as `name  value unit/s  [extra]  [peak RSS]  (variants)`, then each check against its target."""
+    for r in rows:
+        value = f"{r[unit + '_per_s']:10.0f}" if r[unit + "_per_s"] else "    failed"
+        rss = f"  peak {r['peak_rss_bytes'] / 2**20:6.0f} MiB" if r.get("peak_rss_bytes") else ""
+        variants = ("  (" + ", ".join(f"{k} {v[unit + '_per_s']:.0f}" for k, v in r["variants"].items()) + ")"
+                    if r.get("variants") else "")
+        print(f"{r['name']:12} {value} {unit}/s{extra(r)}{rss}{variants}")
+    width = max((len(c["check"]) for c in checks), default=0)
+    for c in checks:
+        print(f"{c['check']:{width}} {c['value']:7.3f}  target {c['target']}  {'met' if c['met'] else 'MISSED'}")
+
+
 def speed(a):
     folder = tempfile.mkdtemp(prefix="ramjet-bench-seq-")
     seqdata.ensure_tokenizer(a.ramjet, folder)
@@ -232,14 +245,7 @@ def main():
               f"ratio {result['ratio']} ({'met' if result['check']['met'] else 'MISSED'}: within 5 %)")
         print(f"ramjet generate --prompt {result['prompt']!r}:\n{result['sample']}")
         return
-    for r in result["rows"]:
-        value = f"{r['tokens_per_s']:10.0f}" if r["tokens_per_s"] else "    failed"
-        rss = f"  peak {r['peak_rss_bytes'] / 2**20:6.0f} MiB" if r.get("peak_rss_bytes") else ""
-        variants = ("  (" + ", ".join(f"{k} {v['tokens_per_s']:.0f}" for k, v in r["variants"].items()) + ")"
-                    if r.get("variants") else "")
-        print(f"{r['name']:12} {value} tokens/s{rss}{variants}")
-    for c in result["checks"]:
-        print(f"{c['check']:64} {c['value']:6.3f}  target {c['target']}  {'met' if c['met'] else 'MISSED'}")
+    print_table(result["rows"], result["checks"], "tokens")
 
 
 if __name__ == "__main__":
