@@ -117,9 +117,9 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
 std::map<const Value*, size_t> Plan::last_reads(const Graph& graph, const std::vector<std::string>& kept) {
   const size_t never = graph.nodes.size();  // past the last step: released by no step
   std::map<const Value*, size_t> last;
-  for (const auto& v : values_) last[v.get()] = 0;
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    last[&value(graph.nodes[i].name)] = std::max(last[&value(graph.nodes[i].name)], i);
+  for (const auto& v : values_) last[v.get()] = 0;  // a graph input nobody reads
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {  // topological: a value's readers come after its producer
+    last[&value(graph.nodes[i].name)] = i;
     for (const std::string& in : graph.nodes[i].inputs) last[&value(in)] = i;
   }
   if (backward_) {

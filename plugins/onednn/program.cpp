@@ -162,6 +162,7 @@ void Program::forward(const ramjet_forward_args& args, ramjet::Example& inputs, 
   if (plan.has_backward()) {
     trained_ = &plan;
     trained_threads_ = threads;
+    step_timed_ = true;
   }
 }
 
@@ -191,7 +192,10 @@ void Program::backward(const ramjet_backward_args& args) {
     for (const auto& p : params_.all()) finite = finite && (!p->trainable || all_finite(p->grad_data(), p->count()));
     *args.out_found_nonfinite = finite ? 0 : 1;
   }
-  tuner_.step_done(std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count());
+  if (step_timed_) {  // the first backward after the forward ends a step; another (rescaled, accumulated) does not
+    tuner_.step_done(std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start_).count());
+    step_timed_ = false;
+  }
 }
 
 void Program::optimizer_update(const ramjet_update_args& args) {

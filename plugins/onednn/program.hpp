@@ -48,7 +48,8 @@ class Program {
   size_t arena_bytes_ = 0;  // the largest plan's span of the arena
   Plan* trained_ = nullptr;
   int trained_threads_ = 0;
-  std::chrono::steady_clock::time_point step_start_;  // the plan of the last training forward with labels: backward reads its buffers
+  std::chrono::steady_clock::time_point step_start_;  // the last forward's start
+  bool step_timed_ = false;                           // a training forward whose step the tuner has not seen  // the plan of the last training forward with labels: backward reads its buffers
   std::vector<std::string> taps_;
   ramjet_tap_fn tap_fn_ = nullptr;
   void* tap_user_ = nullptr;
