@@ -3,6 +3,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 #include <ramjet/sdk.hpp>
+#include <ramjet/sdk/graph_ir.hpp>
 
 #include <cstdint>
 #include <string>
@@ -11,7 +12,7 @@
 
 namespace onednn {
 
-using Shape = std::vector<int64_t>;  // per-example, channels last, as the graph IR writes it
+using Shape = ramjet::ir::Shape;  // per-example, channels last, as the graph IR writes it
 using Args = std::unordered_map<int, dnnl::memory>;
 using md = dnnl::memory::desc;
 using dt = dnnl::memory::data_type;
@@ -21,17 +22,8 @@ using tag = dnnl::memory::format_tag;
   throw ramjet::Error(status, message);
 }
 
-inline int64_t product(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
-inline std::string shape_string(const Shape& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
+using ramjet::ir::product;
+using ramjet::ir::shape_string;
 
 // Floats a memory object holds, padding of blocked layouts included.
 inline size_t float_count(const dnnl::memory& m) { return m.get_desc().get_size() / sizeof(float); }

@@ -6,9 +6,8 @@
 
 namespace onednn {
 
-bool is_supported_loss(std::string_view op) {
-  return op == "sparse_softmax_cross_entropy" || op == "categorical_cross_entropy" || op == "binary_cross_entropy" ||
-         op == "mse" || op == "l1";
+std::vector<std::string> supported_losses() {
+  return {"sparse_softmax_cross_entropy", "categorical_cross_entropy", "binary_cross_entropy", "mse", "l1"};
 }
 
 Loss::Loss(const LossSpec& spec, LayerBuilder& b, Value& input) : spec_(spec) {

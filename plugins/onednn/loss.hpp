@@ -16,7 +16,7 @@
 
 namespace onednn {
 
-bool is_supported_loss(std::string_view op);
+std::vector<std::string> supported_losses();
 
 class Loss {
  public:

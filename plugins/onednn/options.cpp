@@ -13,7 +13,6 @@ using ramjet::Field;
 using ramjet::Fields;
 using nlohmann::json;
 
-const std::vector<std::string> kOptimizers{"sgd", "adam", "adamw", "rmsprop"};
 constexpr DLDataType kFloat32{kDLFloat, 32, 1};
 constexpr DLDataType kBfloat16{kDLBfloat, 16, 1};
 
@@ -48,30 +47,6 @@ std::optional<std::string> unsupported_precision(const std::string& p) {
   if (auto guess = ramjet::closest_word(p, {"float32", "mixed_bfloat16", "int8"}))
     message += "; did you mean '" + *guess + "'?";
   return message;
-}
-
-void judge_optimizer(const json& o, std::vector<OptionIssue>& out) {
-  if (o.is_null()) return;
-  if (!o.is_object()) {
-    out.push_back({RAMJET_ERR_INVALID_ARGUMENT, {"/optimizer", "must be an object, got " + ramjet::quote_value(o)}});
-    return;
-  }
-  const json type = o.value("type", json("adam"));
-  if (!type.is_string()) {
-    out.push_back({RAMJET_ERR_INVALID_ARGUMENT, {"/optimizer/type", "must be a string, got " + ramjet::quote_value(type)}});
-    return;
-  }
-  const std::string name = type.get<std::string>();
-  if (std::find(kOptimizers.begin(), kOptimizers.end(), name) == kOptimizers.end()) {
-    std::string message =
-        "optimizer type '" + name + "' is not supported by the onednn cpu backend (sgd, adam, adamw, rmsprop)";
-    if (auto guess = ramjet::closest_word(name, kOptimizers)) message += "; did you mean '" + *guess + "'?";
-    out.push_back({RAMJET_ERR_UNSUPPORTED, {"/optimizer/type", message}});
-    return;
-  }
-  ramjet::Problems problems;
-  optimizer_fields(name).check(o, "/optimizer", problems);
-  for (auto& p : problems) out.push_back({RAMJET_ERR_INVALID_ARGUMENT, std::move(p)});
 }
 
 // Each entry on its own: well formed, and dtypes this backend has. Whether the entries together make one
@@ -152,30 +127,6 @@ Precision precision_of(const json& layers, const Graph& graph) {
 
 }  // namespace
 
-Fields optimizer_fields(const std::string& type) {
-  Fields fields{Field::string("type").one_of(kOptimizers).fallback("adam"),
-                Field::number("learning_rate").above(0).doc("accepted; updates use ramjet_update_args.learning_rate")};
-  if (type == "sgd") {
-    fields.add(Field::number("momentum").at_least(0).below(1).fallback(0.0));
-    fields.add(Field::boolean("nesterov").fallback(false));
-  } else if (type == "rmsprop") {  // Keras's RMSprop defaults
-    fields.add(Field::number("rho").at_least(0).below(1).fallback(0.9).doc("decay of the mean square"));
-    fields.add(Field::number("momentum").at_least(0).below(1).fallback(0.0).doc("0: no momentum slot"));
-    fields.add(Field::number("epsilon").above(0).fallback(1e-7));
-    fields.add(Field::boolean("centered").fallback(false).doc("divide by the gradient's estimated variance"));
-  } else {
-    fields.add(Field::number("beta_1").at_least(0).below(1).fallback(0.9));
-    fields.add(Field::number("beta_2").at_least(0).below(1).fallback(0.999));
-    fields.add(Field::number("epsilon").above(0).fallback(1e-7));
-  }
-  // Keras's AdamW default; the others default to none.
-  fields.add(Field::number("weight_decay").at_least(0).fallback(type == "adamw" ? 0.004 : 0.0));
-  if (type == "adamw")
-    fields.add(Field::boolean("decay_all").fallback(false).doc(
-        "decay every trainable parameter; false: only those of rank >= 2 (kernels, embeddings), not biases or norms"));
-  return fields;
-}
-
 std::vector<OptionIssue> option_issues(const json& options) {
   std::vector<OptionIssue> out;
   ramjet::Problems problems;
@@ -185,7 +136,8 @@ std::vector<OptionIssue> option_issues(const json& options) {
   if (auto it = options.find("precision"); it != options.end() && it->is_string())
     if (auto why = unsupported_precision(it->get<std::string>()))
       out.push_back({RAMJET_ERR_UNSUPPORTED, {"/precision", *why}});
-  if (auto it = options.find("optimizer"); it != options.end()) judge_optimizer(*it, out);
+  if (auto it = options.find("optimizer"); it != options.end())
+    ramjet::judge_optimizer(*it, ramjet::optimizer_types(), "onednn cpu backend", out);
   if (auto it = options.find("layer_dtypes"); it != options.end()) {
     judge_layer_dtypes(*it, out);
     if (options.contains("precision"))
@@ -197,15 +149,7 @@ std::vector<OptionIssue> option_issues(const json& options) {
 
 CompileOptions parse_options(const json& json_options, const Graph* graph) {
   const std::vector<OptionIssue> issues = option_issues(json_options);
-  if (!issues.empty()) {
-    ramjet_status status = RAMJET_ERR_UNSUPPORTED;
-    std::string text;
-    for (const auto& [s, p] : issues) {
-      if (s != RAMJET_ERR_UNSUPPORTED) status = s;
-      text += (text.empty() ? "" : "; ") + (p.pointer.empty() ? std::string() : p.pointer + ": ") + p.message;
-    }
-    fail(status, "compile options: " + text);
-  }
+  if (!issues.empty()) throw ramjet::options_error(issues);
   const json o = option_fields().with_defaults(json_options);
   CompileOptions options;
   options.batch = o.at("batch").get<int64_t>();
@@ -218,30 +162,7 @@ CompileOptions parse_options(const json& json_options, const Graph* graph) {
   }
   if (options.precision == Precision::mixed_bfloat16) require_bf16_isa();
 
-  if (o.contains("optimizer") && !o["optimizer"].is_null()) {
-    const std::string type = o["optimizer"].value("type", std::string("adam"));
-    const json f = optimizer_fields(type).with_defaults(o["optimizer"]);
-    OptimizerSpec& spec = options.optimizer;
-    spec.type = type == "sgd"     ? OptimizerSpec::Type::sgd
-                : type == "adam"  ? OptimizerSpec::Type::adam
-                : type == "adamw" ? OptimizerSpec::Type::adamw
-                                  : OptimizerSpec::Type::rmsprop;
-    if (spec.type == OptimizerSpec::Type::sgd) {
-      spec.momentum = f.at("momentum").get<double>();
-      spec.nesterov = f.at("nesterov").get<bool>();
-    } else if (spec.type == OptimizerSpec::Type::rmsprop) {
-      spec.rho = f.at("rho").get<double>();
-      spec.momentum = f.at("momentum").get<double>();
-      spec.epsilon = f.at("epsilon").get<double>();
-      spec.centered = f.at("centered").get<bool>();
-    } else {
-      spec.beta_1 = f.at("beta_1").get<double>();
-      spec.beta_2 = f.at("beta_2").get<double>();
-      spec.epsilon = f.at("epsilon").get<double>();
-    }
-    spec.weight_decay = f.at("weight_decay").get<double>();
-    if (spec.type == OptimizerSpec::Type::adamw) spec.decay_all = f.at("decay_all").get<bool>();
-  }
+  if (o.contains("optimizer")) options.optimizer = ramjet::read_optimizer(o["optimizer"]);
   return options;
 }
 

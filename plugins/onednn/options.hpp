@@ -10,29 +10,22 @@
 
 #include "common.hpp"
 
+#include <ramjet/sdk/graph_ir.hpp>
+#include <ramjet/sdk/optimizer_options.hpp>
+
 #include <optional>
 
 namespace onednn {
 
-struct Graph;
+using ramjet::ir::Graph;
 
 // float32, or mixed_bfloat16: layers build their primitives with compute_type() (bf16), while parameters,
 // gradients, optimizer slots, the loss, softmax, batch-norm statistics and the tensors exchanged with the host
 // stay float32 (reorders convert at the boundaries).
 enum class Precision { float32, mixed_bfloat16 };
 
-struct OptimizerSpec {
-  enum class Type { sgd, adam, adamw, rmsprop };
-  Type type = Type::adam;
-  double momentum = 0.0;  // sgd, rmsprop
-  bool nesterov = false;  // sgd
-  double beta_1 = 0.9, beta_2 = 0.999;  // adam, adamw
-  double epsilon = 1e-7;  // adam, adamw, rmsprop
-  double rho = 0.9;       // rmsprop
-  bool centered = false;  // rmsprop
-  double weight_decay = 0.0;  // sgd/adam/rmsprop: L2 added to the gradient; adamw: decoupled
-  bool decay_all = false;     // adamw: decay every trainable parameter, not only those of rank >= 2
-};
+using ramjet::OptimizerSpec;
+using ramjet::OptionIssue;
 
 struct CompileOptions {
   int64_t batch = 32;
@@ -41,18 +34,6 @@ struct CompileOptions {
   std::optional<int> threads;  // overrides the backend's configuration when given
 
   dt compute_type() const { return precision == Precision::mixed_bfloat16 ? dt::bf16 : dt::f32; }
-};
-
-// The fields of one optimizer ("sgd", "adam", "adamw" or "rmsprop"), defaults included: the one declaration the
-// options check and the optimizer's construction share. learning_rate is accepted (and must be > 0), but the rate an
-// update uses is always ramjet_update_args.learning_rate, after the host's schedules.
-ramjet::Fields optimizer_fields(const std::string& type);
-
-// One thing wrong with compile options: RAMJET_ERR_INVALID_ARGUMENT for malformed options, RAMJET_ERR_UNSUPPORTED
-// for well-formed ones this backend cannot run (an optimizer type, a precision, float16 layers).
-struct OptionIssue {
-  ramjet_status status;
-  ramjet::Problem problem;  // pointer relative to the options object
 };
 
 // Everything that can be judged without the graph, in document order.

@@ -55,7 +55,7 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
     auto v = std::make_unique<Value>();
     v->name = in.name;
     v->shape = in.shape;
-    v->mem = builder.transient(canonical_md(batch, in.shape, in.dtype));
+    v->mem = builder.transient(canonical_md(batch, in.shape, in.dtype.code == kDLInt ? dt::s32 : dt::f32));
     inputs_.push_back(v.get());
     by_name_[v->name] = v.get();
     values_.push_back(std::move(v));

@@ -118,7 +118,7 @@ int64_t Program::check_inputs(ramjet::Example& inputs) const {
     const bool shaped = t->ndim == static_cast<int32_t>(spec.shape.size()) + 1 && t->shape[0] >= 1 &&
                         (batch < 0 || t->shape[0] == batch) &&
                         std::equal(spec.shape.begin(), spec.shape.end(), t->shape + 1);
-    const bool ids = spec.dtype == dt::s32;
+    const bool ids = spec.dtype.code == kDLInt;
     const DLDataType wanted = ids ? ramjet::dtype_of<int32_t>() : ramjet::dtype_of<float>();
     if (!shaped || t->device.device_type != kDLCPU || !ramjet::same_dtype(t->dtype, wanted) ||
         !ramjet::is_contiguous(*t)) {

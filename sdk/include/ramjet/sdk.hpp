@@ -29,6 +29,8 @@
 //   ramjet/sdk/precision_policy.hpp  ramjet::precision_policy<T> ramjet/sdk/strategy.hpp    ramjet::strategy<T>
 //   ramjet/sdk/quantizer.hpp         ramjet::quantizer<T>        ramjet/sdk/exporter.hpp    ramjet::exporter<T>
 //   ramjet/sdk/backend.hpp           ramjet::backend<T>
+//   ramjet/sdk/graph_ir.hpp          ramjet::ir::parse_graph, the graph IR a backend compiles, read and checked
+//   ramjet/sdk/optimizer_options.hpp the "optimizer" compile option: Keras's optimizers, judged and read alike
 //   ramjet/sdk/collective_queue.hpp  ramjet::CollectiveQueue, a strategy's collectives on one thread, in issue order
 //   ramjet/sdk/vocabulary.hpp        ramjet::Vocabulary, character- or byte-level token IDs in a tokenizer.json
 //   ramjet/sdk/plugin.hpp            RAMJET_PLUGIN, the entry point
@@ -77,6 +79,8 @@
 #include <ramjet/sdk/quantizer.hpp>
 #include <ramjet/sdk/exporter.hpp>
 #include <ramjet/sdk/backend.hpp>
+#include <ramjet/sdk/graph_ir.hpp>
+#include <ramjet/sdk/optimizer_options.hpp>
 #include <ramjet/sdk/collective_queue.hpp>
 #include <ramjet/sdk/vocabulary.hpp>
 
