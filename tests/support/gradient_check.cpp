@@ -13,7 +13,7 @@ namespace ramjet::test::cpu_backend {
 using core::element_count;
 
 void expect_gradients_match(const json& graph, Example inputs, int64_t batch, const GradCheck& c) {
-  Harness h;
+  Harness h(kOneThread, c.backend);
   const Status compiled = h.compile(graph, adam_options(batch));
   ASSERT_TRUE(compiled.ok()) << compiled.message;
   Example params = random_params(graph, 1234, c.param_scale);

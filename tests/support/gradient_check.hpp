@@ -17,6 +17,7 @@ struct GradCheck {
   // Parameters the loss provably does not depend on (an attention's key bias: softmax ignores a constant added to
   // every score of a row), by the end of their names: their gradient must be zero instead.
   std::vector<std::string> invariant;
+  std::string backend = "cpu";
 };
 
 // Backward's gradients against central differences (f(p + h) - f(p - h)) / 2h of the forward's loss, in double,

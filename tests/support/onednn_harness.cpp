@@ -13,11 +13,21 @@ namespace ramjet::test::cpu_backend {
 
 using core::make_tensor;
 
-Harness::Harness(const json& config) : registry_{core::DiscoveryOptions{{stock_plugin_dir()}, {}, {}}} {
+Harness::Harness(const json& config, const std::string& backend)
+    : registry_{core::DiscoveryOptions{{stock_plugin_dir()}, {}, {}}} {
   core::CreateArgs args;
   args.config = config;
   args.where = "test#/train";
-  backend_.emplace(registry_.component(RAMJET_KIND_BACKEND, "cpu"), args);
+  backend_.emplace(registry_.component(RAMJET_KIND_BACKEND, backend), args);
+}
+
+std::string backend_unavailable(const std::string& name) {
+  try {
+    Harness h(kOneThread, name);
+    return {};
+  } catch (const std::exception& e) {
+    return e.what();
+  }
 }
 
 Harness::~Harness() {

@@ -32,10 +32,11 @@ inline constexpr DLDataType kI32{kDLInt, 32, 1};
 inline const json kOneThread = {{"threads", 1}};
 inline const json kDefaultThreads = json::object();
 
-// Owns a cpu backend instance and, once compiled, one program. Every call returns its status and message.
+// Owns a backend instance ("cpu" unless named) and, once compiled, one program. Every call returns its status and
+// message.
 class Harness {
  public:
-  explicit Harness(const json& config = kOneThread);
+  explicit Harness(const json& config = kOneThread, const std::string& backend = "cpu");
   ~Harness();
   Harness(const Harness&) = delete;
   Harness& operator=(const Harness&) = delete;
@@ -58,6 +59,10 @@ class Harness {
   std::optional<Instance<ramjet_backend_vtable>> backend_;
   ramjet_program* program_ = nullptr;
 };
+
+// Why backend `name` cannot be made on this machine (the text of its creation error: "no CUDA device: ..."), or ""
+// when it can. Tests of a device backend skip with it.
+std::string backend_unavailable(const std::string& name);
 
 // ---- tensors ----------------------------------------------------------------------------------------------
 

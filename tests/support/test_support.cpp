@@ -58,7 +58,11 @@ fs::path fixture_dir(const std::string& plugin) { return fs::path(RAMJET_TEST_FI
 fs::path fixture_library(const std::string& plugin) {
   return fixture_dir(plugin) / ("libramjet_" + plugin + ".so");
 }
-fs::path stock_plugin_dir() { return RAMJET_TEST_PLUGIN_DIR; }
+// RAMJET_TEST_PLUGIN_DIR in the environment: the plugins of a build copied elsewhere (a GPU machine's bundle).
+fs::path stock_plugin_dir() {
+  const char* moved = std::getenv("RAMJET_TEST_PLUGIN_DIR");
+  return moved != nullptr && *moved != '\0' ? fs::path(moved) : fs::path(RAMJET_TEST_PLUGIN_DIR);
+}
 fs::path host_binary() { return RAMJET_TEST_HOST; }
 fs::path source_dir() { return RAMJET_TEST_SOURCE_DIR; }
 fs::path binary_dir() { return RAMJET_TEST_BINARY_DIR; }

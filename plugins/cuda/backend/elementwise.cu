@@ -1,0 +1,113 @@
+#include "elementwise.hpp"
+
+#include "cuda_check.hpp"
+#include "float_access.cuh"
+
+#include <cuda_fp16.h>
+
+namespace cuda_plugin {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 65535 * 8 ? b : 65535 * 8);  // grid-stride loops cover the rest
+}
+
+#define RAMJET_GRID_STRIDE(i, n) \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+
+__global__ void to_half_kernel(const float* src, __half* dst, int64_t n) {
+  RAMJET_GRID_STRIDE(i, n) dst[i] = __float2half(src[i]);
+}
+
+template <class T>
+__global__ void to_float_kernel(const T* src, float* dst, int64_t n, bool add) {
+  RAMJET_GRID_STRIDE(i, n) dst[i] = (add ? dst[i] : 0.0f) + load(src, i);
+}
+
+template <class T>
+__global__ void add_kernel(const T* a, const T* b, T* y, int64_t n) {
+  RAMJET_GRID_STRIDE(i, n) store(y, i, load(a, i) + load(b, i));
+}
+
+template <class T>
+__global__ void add_into_kernel(T* dst, const T* src, int64_t n) {
+  RAMJET_GRID_STRIDE(i, n) store(dst, i, load(dst, i) + load(src, i));
+}
+
+// One thread per element of the Keras kernel; i indexes HWIO, j the same element in OHWI.
+template <class T>
+__global__ void filter_from_keras_kernel(const float* hwio, T* ohwi, FilterShape s) {
+  const int64_t n = s.kh * s.kw * s.in * s.out;
+  RAMJET_GRID_STRIDE(i, n) {
+    const int64_t o = i % s.out, c = (i / s.out) % s.in, w = (i / (s.out * s.in)) % s.kw, h = i / (s.out * s.in * s.kw);
+    store(ohwi, ((o * s.kh + h) * s.kw + w) * s.in + c, hwio[i]);
+  }
+}
+
+template <class T>
+__global__ void filter_gradient_kernel(const T* ohwi, float* hwio, FilterShape s, bool add) {
+  const int64_t n = s.kh * s.kw * s.in * s.out;
+  RAMJET_GRID_STRIDE(i, n) {
+    const int64_t o = i % s.out, c = (i / s.out) % s.in, w = (i / (s.out * s.in)) % s.kw, h = i / (s.out * s.in * s.kw);
+    hwio[i] = (add ? hwio[i] : 0.0f) + load(ohwi, ((o * s.kh + h) * s.kw + w) * s.in + c);
+  }
+}
+
+}  // namespace
+
+void filter_from_keras(const float* hwio, void* ohwi, const FilterShape& s, cudaDataType_t dtype, cudaStream_t stream) {
+  if (dtype == CUDA_R_16F)
+    filter_from_keras_kernel<<<blocks_for(s.count()), kThreads, 0, stream>>>(hwio, static_cast<__half*>(ohwi), s);
+  else
+    filter_from_keras_kernel<<<blocks_for(s.count()), kThreads, 0, stream>>>(hwio, static_cast<float*>(ohwi), s);
+  check(cudaGetLastError(), "filter layout kernel launch");
+}
+
+void filter_gradient_to_keras(const void* ohwi, float* hwio, const FilterShape& s, cudaDataType_t dtype, bool add,
+                              cudaStream_t stream) {
+  if (dtype == CUDA_R_16F)
+    filter_gradient_kernel<<<blocks_for(s.count()), kThreads, 0, stream>>>(static_cast<const __half*>(ohwi), hwio, s, add);
+  else
+    filter_gradient_kernel<<<blocks_for(s.count()), kThreads, 0, stream>>>(static_cast<const float*>(ohwi), hwio, s, add);
+  check(cudaGetLastError(), "filter gradient layout kernel launch");
+}
+
+void to_half(const float* src, void* dst, int64_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  to_half_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, static_cast<__half*>(dst), n);
+  check(cudaGetLastError(), "float32 to float16 kernel launch");
+}
+
+void to_float(const void* src, float* dst, int64_t n, cudaDataType_t dtype, bool add, cudaStream_t stream) {
+  if (n == 0) return;
+  if (dtype == CUDA_R_16F)
+    to_float_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __half*>(src), dst, n, add);
+  else
+    to_float_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(src), dst, n, add);
+  check(cudaGetLastError(), "to float32 kernel launch");
+}
+
+void add(const void* a, const void* b, void* y, int64_t n, cudaDataType_t dtype, cudaStream_t stream) {
+  if (n == 0) return;
+  if (dtype == CUDA_R_16F)
+    add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __half*>(a), static_cast<const __half*>(b),
+                                                       static_cast<__half*>(y), n);
+  else
+    add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(a), static_cast<const float*>(b),
+                                                       static_cast<float*>(y), n);
+  check(cudaGetLastError(), "add kernel launch");
+}
+
+void add_into(void* dst, const void* src, int64_t n, cudaDataType_t dtype, cudaStream_t stream) {
+  if (n == 0) return;
+  if (dtype == CUDA_R_16F)
+    add_into_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<__half*>(dst), static_cast<const __half*>(src), n);
+  else
+    add_into_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<float*>(dst), static_cast<const float*>(src), n);
+  check(cudaGetLastError(), "accumulate kernel launch");
+}
+
+}  // namespace cuda_plugin

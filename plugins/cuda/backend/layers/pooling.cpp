@@ -1,0 +1,67 @@
+// max_pool, avg_pool (window, strides, symmetric padding) and their global forms (the whole image to [C]), on cuDNN
+// (pooling.hpp) with Keras's rules.
+#include "../layer.hpp"
+#include "pooling.hpp"
+
+namespace cuda_plugin {
+namespace {
+
+class Pooling : public Layer {
+ public:
+  Pooling(const NodeSpec& node, Build& b, PoolingProducts::Kind kind, bool global)
+      : device_(b.device), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output) {
+    const Shape& in = b.only_input(node, 3, "an image [H, W, C]");
+    const int64_t H = in[0], W = in[1], C = in[2];
+    std::vector<int64_t> k{H, W}, s{1, 1}, pad{0, 0, 0, 0};
+    if (!global) {
+      k = node.attr_ints("pool", 2);
+      s = node.attr_ints("strides", 2, k);  // Keras: strides default to the pool size
+      pad = node.attr_ints("padding", 4, {0, 0, 0, 0});
+    }
+    if (k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 || *std::min_element(pad.begin(), pad.end()) < 0)
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "pool and strides must be >= 1, padding >= 0");
+    if (pad[0] != pad[1] || pad[2] != pad[3])
+      node.fail(RAMJET_ERR_UNSUPPORTED, "cuDNN pads both sides alike; this padding [top, bottom, left, right] is uneven");
+    if (H + pad[0] + pad[1] < k[0] || W + pad[2] + pad[3] < k[1])
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the pool window is larger than the padded input");
+    const int64_t OH = (H + pad[0] + pad[1] - k[0]) / s[0] + 1, OW = (W + pad[2] + pad[3] - k[1]) / s[1] + 1;
+    b.check_output(node, global ? Shape{C} : Shape{OH, OW, C});
+    auto i = [](int64_t v) { return static_cast<int>(v); };
+    const PoolingShape shape{i(b.batch), i(H), i(W), i(C), i(k[0]), i(k[1]), i(s[0]), i(s[1]), i(pad[0]), i(pad[2])};
+    products_ = std::make_unique<PoolingProducts>(device_.dnn(), node.name, kind, shape,
+                                                  dtype_ == CUDA_R_16F ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT);
+  }
+
+  void forward(const Pass&) override { products_->forward(in_.data.get(), out_.data.get()); }
+
+  void backward(const Pass&) override {
+    if (!in_.wants_grad) return;
+    products_->backward(in_.data.get(), out_.data.get(), out_.grad.get(),
+                        gradient_slot(in_, device_, dtype_, "pooling input gradient"));
+    gradient_written(in_, device_, dtype_);
+  }
+
+ private:
+  Device& device_;
+  cudaDataType_t dtype_;
+  Value& in_;
+  Value& out_;
+  std::unique_ptr<PoolingProducts> products_;
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_max_pool(const NodeSpec& n, Build& b) {
+  return std::make_unique<Pooling>(n, b, PoolingProducts::Kind::max, false);
+}
+std::unique_ptr<Layer> make_avg_pool(const NodeSpec& n, Build& b) {
+  return std::make_unique<Pooling>(n, b, PoolingProducts::Kind::average, false);
+}
+std::unique_ptr<Layer> make_global_max_pool(const NodeSpec& n, Build& b) {
+  return std::make_unique<Pooling>(n, b, PoolingProducts::Kind::max, true);
+}
+std::unique_ptr<Layer> make_global_avg_pool(const NodeSpec& n, Build& b) {
+  return std::make_unique<Pooling>(n, b, PoolingProducts::Kind::average, true);
+}
+
+}  // namespace cuda_plugin

@@ -1,0 +1,44 @@
+// One batch size's compiled graph on the device: a value buffer per graph tensor, the layers in graph order, and
+// the loss. A program keeps one plan per batch size it has seen (the training batch, a smaller last batch,
+// evaluation's), all over the same parameters.
+#pragma once
+
+#include "layer.hpp"
+#include "loss.hpp"
+
+#include <ramjet/sdk/example.hpp>
+
+#include <map>
+#include <optional>
+
+namespace cuda_plugin {
+
+class Plan {
+ public:
+  // `backward`: keep gradients (a training plan); otherwise forward only.
+  Plan(Device& device, Parameters& params, const ramjet::ir::Graph& graph, int64_t batch, cudaDataType_t dtype,
+       bool backward);
+
+  bool trains() const { return backward_; }
+  void load_inputs(ramjet::Example& inputs);
+  void forward(const Pass& pass);
+  void write_outputs(ramjet::Example& outputs);
+  Loss* loss() { return loss_ ? &*loss_ : nullptr; }
+  void backward(const Pass& pass, const ramjet_backward_args& args);
+
+ private:
+  Device& device_;
+  Parameters& params_;
+  const ramjet::ir::Graph& graph_;
+  int64_t batch_;
+  cudaDataType_t dtype_;
+  bool backward_;
+  std::vector<std::unique_ptr<Value>> values_;
+  std::map<std::string, Value*> by_name_;
+  std::vector<std::unique_ptr<Layer>> layers_;  // one per graph node, in order
+  std::optional<Loss> loss_;
+  std::map<const Parameter*, int> users_;  // layers that deliver a part of each parameter's gradient
+  Buffer staging_;  // float32 inputs and outputs on their way to and from float16 values
+};
+
+}  // namespace cuda_plugin

@@ -1,0 +1,75 @@
+#include "program.hpp"
+
+#include <cmath>
+
+namespace cuda_plugin {
+namespace {
+
+void write_scalar(ramjet::Example& out, const char* name, float v) {
+  ramjet::Tensor t = ramjet::Tensor::zeros(ramjet::dtype_of<float>(), std::span<const int64_t>());
+  *t.data<float>() = v;
+  out.set(name, std::move(t));
+}
+
+void write_scalar(ramjet::Example& out, const char* name, int32_t v) {
+  ramjet::Tensor t = ramjet::Tensor::zeros(ramjet::dtype_of<int32_t>(), std::span<const int64_t>());
+  *t.data<int32_t>() = v;
+  out.set(name, std::move(t));
+}
+
+}  // namespace
+
+Program::Program(Device& device, ramjet::ir::Graph graph, CompileOptions options)
+    : device_(device), graph_(std::move(graph)), options_(options),
+      params_(device, graph_, options.half, options.optimizer) {
+  plan_for(options_.batch, graph_.loss.has_value());  // a graph the backend cannot run fails at compile
+}
+
+Plan& Program::plan_for(int64_t batch, bool training) {
+  auto& plan = plans_[{batch, training}];
+  if (!plan)
+    plan = std::make_unique<Plan>(device_, params_, graph_, batch, options_.half ? CUDA_R_16F : CUDA_R_32F, training);
+  return *plan;
+}
+
+void Program::forward(const ramjet_forward_args& args, ramjet::Example& inputs, ramjet::Example& outputs) {
+  trained_ = nullptr;
+  const DLTensor* first = inputs.find(graph_.inputs.front().name);
+  if (first == nullptr || first->ndim < 1 || first->shape[0] < 1)
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "forward: input '" + graph_.inputs.front().name +
+                                                         "' is missing or has no batch axis");
+  DLTensor* labels = graph_.loss ? inputs.find(graph_.loss->labels) : nullptr;
+  const bool training = args.training != 0 && labels != nullptr;
+  Plan& plan = plan_for(first->shape[0], training);
+  plan.load_inputs(inputs);
+  const Pass pass{device_, args.training != 0, args.seed};
+  plan.forward(pass);
+  plan.write_outputs(outputs);
+  if (labels != nullptr) {
+    const LossValues loss = plan.loss()->forward(*labels);
+    write_scalar(outputs, RAMJET_OUTPUT_LOSS, loss.loss);
+    write_scalar(outputs, RAMJET_OUTPUT_CORRECT, loss.correct);
+    write_scalar(outputs, RAMJET_OUTPUT_COUNTED, loss.counted);
+  }
+  if (training) trained_ = &plan, trained_seed_ = args.seed;
+}
+
+void Program::backward(const ramjet_backward_args& args) {
+  if (trained_ == nullptr) {
+    const std::string labels = graph_.loss ? "'" + graph_.loss->labels + "'" : "(the graph has no loss)";
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "backward: no training forward to back-propagate; call forward "
+                                                     "with training = 1 and the labels " + labels + " first");
+  }
+  if (!std::isfinite(args.loss_scale))
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "backward: loss_scale must be finite");
+  trained_->backward(Pass{device_, true, trained_seed_}, args);
+  if (args.out_found_nonfinite != nullptr) *args.out_found_nonfinite = params_.gradients_nonfinite() ? 1 : 0;
+}
+
+void Program::optimizer_update(const ramjet_update_args& args) { params_.update(args); }
+
+void Program::get_state(std::string_view which, ramjet::Example& out) { params_.get(which, out); }
+
+void Program::set_state(std::string_view which, ramjet::Example& values) { params_.set(which, values); }
+
+}  // namespace cuda_plugin

@@ -1,0 +1,346 @@
+// One suite for every backend (issue 16): gradients against finite differences, reduced precision against float32,
+// small training runs with each optimizer, state that round-trips, and bad calls that are named errors. Each case
+// runs for "cpu" always and for "cuda" where its plugin is built; where a backend cannot be made (no GPU) its cases
+// skip with the reason, and a skip is never a pass (`./dev gpu-check` fails on one). A device backend is also
+// compared with the cpu backend, case by case (DeviceMatchesCpu).
+#include "gradient_check.hpp"
+#include "onednn_harness.hpp"
+#include "onednn_models.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace ramjet::test::cpu_backend;
+
+namespace {
+
+class Conformance : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (const std::string why = backend_unavailable(GetParam()); !why.empty())
+      GTEST_SKIP() << "backend '" << GetParam() << "' cannot run here: " << why;
+  }
+  const std::string& backend() const { return GetParam(); }
+  GradCheck check() const {
+    GradCheck c;
+    c.backend = GetParam();
+    return c;
+  }
+  // The backend's own word for computing in 16 bits over float32 variables.
+  std::string reduced_precision() const { return backend() == "cpu" ? "mixed_bfloat16" : "mixed_float16"; }
+};
+
+json options_with(int64_t batch, const json& optimizer, const std::string& precision = "float32") {
+  return {{"batch", batch}, {"precision", precision}, {"optimizer", optimizer}};
+}
+
+// Relative distance of two vectors: |a - b| / max(|a|, |b|).
+double distance(const std::vector<float>& a, const std::vector<float>& b) {
+  double d2 = 0, a2 = 0, b2 = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    d2 += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    a2 += double(a[i]) * a[i];
+    b2 += double(b[i]) * b[i];
+  }
+  return a.size() == b.size() ? std::sqrt(d2 / std::max({a2, b2, 1e-30})) : 1e30;
+}
+
+json conv_stack() {
+  return Ir()
+      .input("x", {7, 7, 2})
+      .conv("c1", "x", 2, {7, 7, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "tanh"}})
+      .conv("c2", "c1", 4, {3, 3, 5}, {{"filters", 5}, {"kernel", {3, 3}}, {"strides", {2, 2}}, {"activation", "relu"}})
+      .conv("c3", "c2", 5, {3, 3, 3}, {{"filters", 3}, {"kernel", {1, 1}}, {"use_bias", false}, {"activation", "sigmoid"}})
+      .node("flat", "flatten", {"c3"}, {27})
+      .dense("out", "flat", 27, 3)
+      .classifier("out");
+}
+
+}  // namespace
+
+TEST_P(Conformance, DenseGradientsMatchFiniteDifferences) {
+  json g = Ir().input("x", {5}).dense("d1", "x", 5, 6, "tanh").dense("d2", "d1", 6, 7, "relu").dense("d3", "d2", 7, 3).classifier("d3");
+  expect_gradients_match(g, batch_of({5}, 4, 3, 1), 4, check());
+  json no_bias = Ir().input("x", {6}).dense("d1", "x", 6, 8, "relu", false).dense("d2", "d1", 8, 3).classifier("d2");
+  expect_gradients_match(no_bias, batch_of({6}, 5, 3, 2), 5, check());
+}
+
+TEST_P(Conformance, ConvolutionGradientsMatchFiniteDifferences) {
+  expect_gradients_match(conv_stack(), batch_of({7, 7, 2}, 3, 3, 3), 3, check());
+}
+
+TEST_P(Conformance, PoolingGradientsMatchFiniteDifferences) {
+  const std::vector<std::pair<std::string, json>> cases{
+      {"max_pool", {{"pool", {2, 2}}, {"strides", {2, 2}}, {"padding", {0, 0, 0, 0}}}},
+      {"avg_pool", {{"pool", {3, 3}}, {"strides", {1, 1}}, {"padding", {1, 1, 1, 1}}}},
+      {"global_avg_pool", json::object()},
+      {"global_max_pool", json::object()}};
+  for (const auto& [op, attrs] : cases) {
+    SCOPED_TRACE(op);
+    const int64_t H = 6, W = 6, C = 4;
+    Shape out{C};
+    if (op == "max_pool") out = {3, 3, C};
+    if (op == "avg_pool") out = {6, 6, C};
+    json g = Ir()
+                 .input("x", {H, W, 2})
+                 .conv("conv", "x", 2, {H, W, C}, {{"filters", C}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
+                 .node("pool", op, {"conv"}, out, attrs)
+                 .node("flat", "flatten", {"pool"}, {count_of(out)})
+                 .dense("fc", "flat", count_of(out), 3)
+                 .classifier("fc");
+    expect_gradients_match(g, batch_of({H, W, 2}, 3, 3, 4), 3, check());
+  }
+}
+
+TEST_P(Conformance, ActivationGradientsMatchFiniteDifferences) {
+  for (const char* name : {"relu6", "sigmoid", "tanh", "gelu", "swish", "elu", "softplus", "leaky_relu"}) {
+    SCOPED_TRACE(name);
+    json g = Ir()
+                 .input("x", {6})
+                 .dense("d1", "x", 6, 8)
+                 .node("act", "activation", {"d1"}, {8}, {{"activation", name}})
+                 .dense("d2", "act", 8, 3)
+                 .classifier("d2");
+    expect_gradients_match(g, batch_of({6}, 4, 3, 5), 4, check());
+  }
+}
+
+// A value read by three layers (the residual add's two inputs and a second branch) collects every reader's part
+// of its gradient; layer_norm's parameters and input gradient.
+TEST_P(Conformance, ResidualFanOutAndLayerNormGradientsMatchFiniteDifferences) {
+  Ir ir;
+  ir.input("x", {6}).dense("d1", "x", 6, 8, "tanh");
+  ir.param("norm/gamma", {8}).param("norm/beta", {8});
+  ir.node("norm", "layer_norm", {"d1"}, {8}, {{"epsilon", 1e-3}}, {{"gamma", "norm/gamma"}, {"beta", "norm/beta"}});
+  ir.dense("d2", "norm", 8, 8, "relu").node("sum", "add", {"d1", "d2"}, {8});
+  ir.dense("side", "d1", 8, 8).node("sum2", "add", {"sum", "side"}, {8}).dense("out", "sum2", 8, 3);
+  expect_gradients_match(ir.classifier("out"), batch_of({6}, 5, 3, 6), 5, check());
+}
+
+TEST_P(Conformance, ReducedPrecisionAgreesWithFloat32) {
+  const json g = conv_stack();
+  Example params = random_params(g, 8, 0.5f);
+  Example batch = batch_of({7, 7, 2}, 16, 3, 9);
+  std::vector<float> logits[2], grads[2];
+  float loss[2];
+  for (int half = 0; half < 2; ++half) {
+    Harness h(kOneThread, backend());
+    const Status s = h.compile(g, options_with(16, {{"type", "sgd"}}, half ? reduced_precision() : "float32"));
+    if (half && s.code == RAMJET_ERR_UNSUPPORTED) GTEST_SKIP() << s.message;  // bf16 needs AVX-512 on the cpu
+    ASSERT_TRUE(s.ok()) << s.message;
+    ASSERT_TRUE(h.set_state("parameters", params).ok());
+    Example out;
+    ASSERT_TRUE(h.forward(batch, out, true).ok());
+    ASSERT_TRUE(h.backward().ok());
+    logits[half] = values(out, "out");
+    loss[half] = scalar(out, "loss");
+    Example gr = h.state("gradients");
+    grads[half] = values(gr, "c1/kernel");
+  }
+  EXPECT_LT(distance(logits[1], logits[0]), 2e-2) << reduced_precision() << " logits against float32";
+  EXPECT_NEAR(loss[1], loss[0], 2e-2 * std::fabs(loss[0]) + 1e-3);
+  EXPECT_LT(distance(grads[1], grads[0]), 5e-2) << reduced_precision() << " first-layer gradient against float32";
+}
+
+TEST_P(Conformance, SmallCnnLearnsWithEveryOptimizer) {
+  for (const json& optimizer : {json{{"type", "sgd"}, {"momentum", 0.9}, {"nesterov", true}}, json{{"type", "adam"}},
+                                json{{"type", "adamw"}, {"weight_decay", 0.01}}}) {
+    SCOPED_TRACE(optimizer.dump());
+    Harness h(kOneThread, backend());
+    const json g = small_cnn();
+    ASSERT_TRUE(h.compile(g, options_with(32, optimizer)).ok());
+    Example params = random_params(g, 3, 0.3f);
+    ASSERT_TRUE(h.set_state("parameters", params).ok());
+    std::mt19937 rng(21);
+    std::vector<float> losses;
+    for (int step = 1; step <= 50; ++step) {
+      Example batch = separable_batch(32, {8, 8, 1}, rng), out;
+      ASSERT_TRUE(h.forward(batch, out, true, static_cast<uint64_t>(step)).ok());
+      losses.push_back(scalar(out, "loss"));
+      ASSERT_TRUE(h.backward().ok());
+      ASSERT_TRUE(h.update(step, optimizer["type"] == "sgd" ? 0.02f : 0.01f).ok());
+    }
+    const double first = (losses[0] + losses[1] + losses[2]) / 3, last = (losses[47] + losses[48] + losses[49]) / 3;
+    EXPECT_LT(last, 0.4 * first) << "loss went from " << first << " to " << last;
+  }
+}
+
+// Accumulation adds, the loss scale scales, and a resumed program (parameters and optimizer slots copied into a
+// fresh one) takes the same next step as the one that kept going.
+TEST_P(Conformance, GradientsAccumulateAndStateRoundTrips) {
+  const json g = small_cnn();
+  Example params = random_params(g, 5, 0.3f);
+  std::mt19937 rng(3);
+  Example batch = separable_batch(8, {8, 8, 1}, rng), out;
+  Harness h(kOneThread, backend());
+  ASSERT_TRUE(h.compile(g, options_with(8, {{"type", "adam"}})).ok());
+  ASSERT_TRUE(h.set_state("parameters", params).ok());
+  Example got = h.state("parameters");
+  for (const auto& e : params.entries) EXPECT_EQ(values(got, e.name), values(params, e.name)) << e.name;
+
+  ASSERT_TRUE(h.forward(batch, out, true).ok());
+  ASSERT_TRUE(h.backward().ok());
+  Example once_state = h.state("gradients");
+  const std::vector<float> once = values(once_state, "conv/kernel");
+  ASSERT_TRUE(h.backward(1.0f, true).ok());
+  Example twice_state = h.state("gradients");
+  const std::vector<float> twice = values(twice_state, "conv/kernel");
+  ASSERT_TRUE(h.backward(4.0f).ok());
+  Example scaled_state = h.state("gradients");
+  const std::vector<float> scaled = values(scaled_state, "conv/kernel");
+  std::vector<float> doubled(once), quadrupled(once);
+  for (float& v : doubled) v *= 2;
+  for (float& v : quadrupled) v *= 4;
+  EXPECT_LT(distance(twice, doubled), 1e-5) << "accumulate = 1 adds the second backward's gradient";
+  EXPECT_LT(distance(scaled, quadrupled), 1e-5) << "loss_scale 4 scales the gradient by 4";
+  ASSERT_TRUE(h.backward().ok());
+  ASSERT_TRUE(h.update(1, 0.01f).ok());
+
+  Harness resumed(kOneThread, backend());
+  ASSERT_TRUE(resumed.compile(g, options_with(8, {{"type", "adam"}})).ok());
+  Example p1 = h.state("parameters"), slots = h.state("optimizer");
+  EXPECT_EQ(slots.entries.size(), 2 * p1.entries.size()) << "Adam keeps m and v for every parameter";
+  ASSERT_TRUE(resumed.set_state("parameters", p1).ok());
+  const Status restored = resumed.set_state("optimizer", slots);
+  ASSERT_TRUE(restored.ok()) << restored.message;
+  for (Harness* run : {&h, &resumed}) {
+    Example o;
+    ASSERT_TRUE(run->forward(batch, o, true).ok());
+    ASSERT_TRUE(run->backward().ok());
+    ASSERT_TRUE(run->update(2, 0.01f).ok());
+  }
+  Example a = h.state("parameters"), b = resumed.state("parameters");
+  for (const auto& e : a.entries) EXPECT_EQ(values(a, e.name), values(b, e.name)) << e.name;
+}
+
+TEST_P(Conformance, BadCallsAreNamedErrors) {
+  Harness h(kOneThread, backend());
+  const json g = small_cnn();
+  ASSERT_TRUE(h.compile(g, options_with(4, {{"type", "adam"}})).ok());
+  const Status early = h.backward();
+  EXPECT_EQ(early.code, RAMJET_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(early.message.find("no training forward"), std::string::npos) << early.message;
+
+  Example wrong, out;
+  put(wrong, "x", {4, 8, 7, 1}, std::vector<float>(4 * 56, 0.0f));
+  put_labels(wrong, {0, 1, 0, 1});
+  const Status shaped = h.forward(wrong, out, true);
+  EXPECT_EQ(shaped.code, RAMJET_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(shaped.message.find("'x'"), std::string::npos) << shaped.message;
+
+  std::mt19937 rng(1);
+  Example batch = separable_batch(4, {8, 8, 1}, rng), mislabelled, out2;
+  put(mislabelled, "x", {4, 8, 8, 1}, values(batch, "x"));
+  put_labels(mislabelled, {0, 1, 7, 1});
+  const Status label = h.forward(mislabelled, out2, true);
+  EXPECT_EQ(label.code, RAMJET_ERR_OUT_OF_RANGE);
+  EXPECT_NE(label.message.find("[2] = 7"), std::string::npos) << label.message;
+
+  Example bogus;
+  put(bogus, "no_such_parameter", {2}, {1.0f, 2.0f});
+  const Status named = h.set_state("parameters", bogus);
+  EXPECT_EQ(named.code, RAMJET_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(named.message.find("no_such_parameter"), std::string::npos) << named.message;
+}
+
+#ifdef RAMJET_TEST_CUDA_BACKEND
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::Values("cpu", "cuda"),
+                         [](const auto& info) { return info.param; });
+#else
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::Values("cpu"), [](const auto& info) { return info.param; });
+#endif
+
+// ---- a device backend against the cpu backend, step by step --------------------------------------------------
+
+class DeviceMatchesCpu : public Conformance {};
+
+// The same graph, weights and batches on both: logits, loss, every gradient and three Adam steps' weights agree
+// to float32 rounding (cuDNN and cuBLASLt sum in other orders than oneDNN).
+TEST_P(DeviceMatchesCpu, ForwardBackwardAndUpdates) {
+  const json g = conv_stack();
+  Example params = random_params(g, 11, 0.5f);
+  Harness cpu(kOneThread, "cpu"), device(kOneThread, backend());
+  for (Harness* h : {&cpu, &device}) {
+    ASSERT_TRUE(h->compile(g, options_with(6, {{"type", "adam"}})).ok());
+    ASSERT_TRUE(h->set_state("parameters", params).ok());
+  }
+  for (int step = 1; step <= 3; ++step) {
+    Example batch = batch_of({7, 7, 2}, 6, 3, static_cast<uint32_t>(step)), a, b;
+    ASSERT_TRUE(cpu.forward(batch, a, true).ok());
+    const Status f = device.forward(batch, b, true);
+    ASSERT_TRUE(f.ok()) << f.message;
+    expect_near_all(values(b, "out"), values(a, "out"), 1e-4, "logits");
+    EXPECT_NEAR(scalar(b, "loss"), scalar(a, "loss"), 1e-4 * (1 + std::fabs(scalar(a, "loss"))));
+    EXPECT_EQ(*static_cast<const int32_t*>(b.find("correct")->data), *static_cast<const int32_t*>(a.find("correct")->data));
+    ASSERT_TRUE(cpu.backward().ok());
+    ASSERT_TRUE(device.backward().ok());
+    Example ga = cpu.state("gradients"), gb = device.state("gradients");
+    for (const auto& e : ga.entries) EXPECT_LT(distance(values(gb, e.name), values(ga, e.name)), 1e-4) << e.name;
+    ASSERT_TRUE(cpu.update(step, 0.01f).ok());
+    ASSERT_TRUE(device.update(step, 0.01f).ok());
+  }
+  Example wa = cpu.state("parameters"), wb = device.state("parameters");
+  for (const auto& e : wa.entries) expect_near_all(values(wb, e.name), values(wa, e.name), 1e-4, e.name.c_str());
+}
+
+#ifdef RAMJET_TEST_CUDA_BACKEND
+INSTANTIATE_TEST_SUITE_P(Backends, DeviceMatchesCpu, ::testing::Values("cuda"), [](const auto& info) { return info.param; });
+#else
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DeviceMatchesCpu);
+#endif
+
+// ---- the cuda backend where there is no GPU ------------------------------------------------------------------
+
+#ifdef RAMJET_TEST_CUDA_BACKEND
+#include "test_support.hpp"
+
+// `ramjet run` with backend cuda and mixed_float16 on a machine without a GPU: exit 1, "no CUDA device" with the
+// reason, and the checkpoint folder as it was (nothing trained, nothing overwritten). Where a GPU is, the run
+// would train instead: skipped there (the conformance cases above prove the device).
+TEST(CudaBackendWithoutDevice, RunExitsOneNamingItAndLosesNothing) {
+  if (backend_unavailable("cuda").empty()) GTEST_SKIP() << "this machine has a CUDA device: the run would train";
+  namespace t = ramjet::test;
+  t::TempDir dir;
+  const auto checkpoints = dir / "checkpoints";
+  std::filesystem::create_directories(checkpoints);
+  t::write_file(checkpoints / "earlier-run.bin", "weights of an earlier run");
+  const json manifest = {
+      {"seed", 1},
+      {"data",
+       {{"train",
+         {{"source",
+           {{"type", "synthetic"},
+            {"count", 32},
+            {"tensors",
+             {{"image", {{"shape", {4, 4, 1}}, {"dtype", "float32"}, {"low", 0}, {"high", 1}}},
+              {"label", {{"shape", json::array()}, {"dtype", "int32"}, {"low", 0}, {"high", 3}}}}}}},
+          {"batch", 8}}}}},
+      {"model",
+       {{"input", {{"image", {4, 4, 1}}}},
+        {"layers", {{{"type", "flatten"}}, {{"type", "dense"}, {"units", 3}}}},
+        {"loss", {{"type", "sparse_softmax_cross_entropy"}, {"labels", "label"}}}}},
+      {"train",
+       {{"backend", "cuda"},
+        {"precision", "mixed_float16"},
+        {"optimizer", {{"type", "adam"}}},
+        {"epochs", 1},
+        {"checkpoint", {{"dir", checkpoints.string()}, {"every_steps", 1}}}}}};
+  t::write_file(dir / "cuda.json", manifest.dump());
+  const auto validated = t::run("env RAMJET_PLUGIN_PATH=" + t::quote(t::stock_plugin_dir().string()) + " " +
+                                t::quote(t::host_binary().string()) + " validate " + t::quote((dir / "cuda.json").string()));
+  EXPECT_EQ(validated.exit_code, 0) << "validation needs no GPU:\n" << validated.output;
+  const auto r = t::run("env RAMJET_PLUGIN_PATH=" + t::quote(t::stock_plugin_dir().string()) + " " +
+                        t::quote(t::host_binary().string()) + " run " + t::quote((dir / "cuda.json").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no CUDA device: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("#/train/backend"), std::string::npos) << "the error names the manifest's place:\n" << r.output;
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(checkpoints)) left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"earlier-run.bin"});
+  EXPECT_EQ(t::read_file(checkpoints / "earlier-run.bin"), "weights of an earlier run");
+}
+#endif
