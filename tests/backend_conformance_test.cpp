@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,16 @@ TEST_P(Conformance, DenseGradientsMatchFiniteDifferences) {
 
 TEST_P(Conformance, ConvolutionGradientsMatchFiniteDifferences) {
   expect_gradients_match(conv_stack(), batch_of({7, 7, 2}, 3, 3, 3), 3, check());
+  // Uneven padding: Keras's "same" at stride 2 on an even size, and an even kernel at stride 1.
+  json uneven = Ir()
+                    .input("x", {6, 6, 2})
+                    .conv("s2", "x", 2, {3, 3, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"strides", {2, 2}},
+                                                    {"padding", {0, 1, 0, 1}}, {"activation", "tanh"}})
+                    .conv("k2", "s2", 4, {3, 3, 3}, {{"filters", 3}, {"kernel", {2, 2}}, {"padding", {0, 1, 0, 1}}})
+                    .node("flat", "flatten", {"k2"}, {27})
+                    .dense("out", "flat", 27, 3)
+                    .classifier("out");
+  expect_gradients_match(uneven, batch_of({6, 6, 2}, 3, 3, 7), 3, check());
 }
 
 TEST_P(Conformance, PoolingGradientsMatchFiniteDifferences) {
@@ -119,6 +130,23 @@ TEST_P(Conformance, ResidualFanOutAndLayerNormGradientsMatchFiniteDifferences) {
   ir.dense("d2", "norm", 8, 8, "relu").node("sum", "add", {"d1", "d2"}, {8});
   ir.dense("side", "d1", 8, 8).node("sum2", "add", {"sum", "side"}, {8}).dense("out", "sum2", 8, 3);
   expect_gradients_match(ir.classifier("out"), batch_of({6}, 5, 3, 6), 5, check());
+}
+
+// batch_norm on an image (after a convolution) and on a vector; the moving statistics are parameters that do not
+// learn (gradient_check leaves them out). The layers before it have no bias: batch norm's mean would cancel it.
+TEST_P(Conformance, BatchNormGradientsMatchFiniteDifferences) {
+  json image = Ir()
+                   .input("x", {5, 5, 2})
+                   .conv("conv", "x", 2, {5, 5, 4},
+                         {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"use_bias", false}})
+                   .batch_norm("bn", "conv", {5, 5, 4})
+                   .node("relu", "activation", {"bn"}, {5, 5, 4}, {{"activation", "relu"}})
+                   .node("pool", "global_avg_pool", {"relu"}, {4})
+                   .dense("out", "pool", 4, 3)
+                   .classifier("out");
+  expect_gradients_match(image, batch_of({5, 5, 2}, 4, 3, 8), 4, check());
+  json vector = Ir().input("x", {6}).dense("d1", "x", 6, 5, "linear", false).batch_norm("bn", "d1", {5}).dense("d2", "bn", 5, 3).classifier("d2");
+  expect_gradients_match(vector, batch_of({6}, 6, 3, 9), 6, check());
 }
 
 TEST_P(Conformance, ReducedPrecisionAgreesWithFloat32) {
@@ -285,6 +313,41 @@ TEST_P(DeviceMatchesCpu, ForwardBackwardAndUpdates) {
   }
   Example wa = cpu.state("parameters"), wb = device.state("parameters");
   for (const auto& e : wa.entries) expect_near_all(values(wb, e.name), values(wa, e.name), 1e-4, e.name.c_str());
+}
+
+// Batch norm's moving statistics after training steps, and inference through them.
+TEST_P(DeviceMatchesCpu, BatchNormTrainsAndInfersAlike) {
+  const json g = Ir()
+                     .input("x", {6, 6, 2})
+                     .conv("conv", "x", 2, {3, 3, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"strides", {2, 2}},
+                                                       {"padding", {0, 1, 0, 1}}, {"use_bias", false}})
+                     .batch_norm("bn", "conv", {3, 3, 4})
+                     .node("relu", "activation", {"bn"}, {3, 3, 4}, {{"activation", "relu"}})
+                     .node("pool", "global_avg_pool", {"relu"}, {4})
+                     .dense("out", "pool", 4, 3)
+                     .classifier("out");
+  Example params = random_params(g, 12, 0.5f);
+  for (auto& e : params.entries)  // a variance must be positive
+    if (e.name.find("moving_variance") != std::string::npos)
+      for (float& v : std::span(static_cast<float*>(e.tensor->dl_tensor.data), 4)) v = std::fabs(v) + 0.5f;
+  Harness cpu(kOneThread, "cpu"), device(kOneThread, backend());
+  for (Harness* h : {&cpu, &device}) {
+    ASSERT_TRUE(h->compile(g, options_with(8, {{"type", "sgd"}, {"momentum", 0.9}})).ok());
+    ASSERT_TRUE(h->set_state("parameters", params).ok());
+    for (int step = 1; step <= 3; ++step) {
+      Example batch = batch_of({6, 6, 2}, 8, 3, static_cast<uint32_t>(20 + step)), out;
+      const Status f = h->forward(batch, out, true);
+      ASSERT_TRUE(f.ok()) << f.message;
+      ASSERT_TRUE(h->backward().ok());
+      ASSERT_TRUE(h->update(step, 0.05f).ok());
+    }
+  }
+  Example wa = cpu.state("parameters"), wb = device.state("parameters");
+  for (const auto& e : wa.entries) expect_near_all(values(wb, e.name), values(wa, e.name), 1e-4, e.name.c_str());
+  Example batch = batch_of({6, 6, 2}, 8, 3, 40), a, b;
+  ASSERT_TRUE(cpu.forward(batch, a, false).ok());
+  ASSERT_TRUE(device.forward(batch, b, false).ok());
+  expect_near_all(values(b, "out"), values(a, "out"), 1e-4, "inference logits");
 }
 
 #ifdef RAMJET_TEST_CUDA_BACKEND

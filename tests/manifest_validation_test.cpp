@@ -160,6 +160,8 @@ std::vector<Case> cases() {
   c.push_back(edit("InputDtypeNotTheData", [](json& d) { d["data"]["train"].erase("map"); },
                    {"m.json#/model/input/image", "float32", "/data/train/source", "uint8"}));
   c.push_back(set("LabelsNotInData", "/model/loss/labels", "target", {"m.json#/model/loss/labels", "'target' is not in the data"}));
+  c.push_back(set("ClassLabelsAreFloats", "/data/train/source/tensors/label/dtype", "float32",
+                  {"m.json#/model/loss/labels", "'label' is int32 here", "/data/train", "gives float32", "cast"}));
   c.push_back(edit("LabelShapeNotTheData",
                    [](json& d) { d["data"]["eval"]["source"]["tensors"]["label"]["shape"] = {3}; },
                    {"m.json#/model/loss/labels", "/data/eval", "[3]"}));

@@ -371,12 +371,14 @@ TEST(PluginConfig, TfliteQuantizerAndExporter) {
 
 namespace {
 
-const ramjet_backend_vtable& cpu_backend() {
-  return *static_cast<const ramjet_backend_vtable*>(component("onednn", RAMJET_KIND_BACKEND, "cpu").vtable);
+const ramjet_backend_vtable& backend_vtable(const std::string& plugin, const std::string& name) {
+  return *static_cast<const ramjet_backend_vtable*>(component(plugin, RAMJET_KIND_BACKEND, name).vtable);
 }
 
-std::vector<std::pair<std::string, std::string>> option_problems(const json& options) {
-  const ramjet_backend_vtable& vt = cpu_backend();
+// The backend's check_options answer: {pointer, message} pairs.
+std::vector<std::pair<std::string, std::string>> option_problems(const json& options, const std::string& plugin = "onednn",
+                                                                 const std::string& name = "cpu") {
+  const ramjet_backend_vtable& vt = backend_vtable(plugin, name);
   EXPECT_GE(vt.struct_size, RAMJET_BACKEND_VTABLE_V2_SIZE);
   EXPECT_NE(vt.check_options, nullptr);
   if (vt.check_options == nullptr) return {};
@@ -389,8 +391,9 @@ std::vector<std::pair<std::string, std::string>> option_problems(const json& opt
   return problems;
 }
 
-void expect_option_problems(const json& options, const std::vector<std::pair<std::string, std::string>>& expected) {
-  const auto problems = option_problems(options);
+void expect_option_problems(const json& options, const std::vector<std::pair<std::string, std::string>>& expected,
+                            const std::string& plugin = "onednn", const std::string& name = "cpu") {
+  const auto problems = option_problems(options, plugin, name);
   EXPECT_EQ(problems.size(), expected.size()) << options.dump() << "\n" << dump(problems);
   for (const auto& [pointer, fragment] : expected) {
     bool found = false;
@@ -663,4 +666,39 @@ TEST(PluginConfig, OnednnLayerDtypesTheCpuBackendCannotRunAreRefusedAtCompile) {
   EXPECT_EQ(beta.status, RAMJET_ERR_INVALID_ARGUMENT);
   EXPECT_NE(beta.message.find("/optimizer/beta_9: unknown field 'beta_9' (did you mean 'beta_1'?)"), std::string::npos)
       << beta.message;
+}
+
+// ---- cuda -------------------------------------------------------------------------------------------------------
+
+// The cuda backend's words, judged without a GPU: its configuration and its compile options (the optimizer's
+// settings are the SDK's, shared with the cpu backend; the optimizer types and dtypes are its own).
+TEST(PluginConfig, CudaBackend) {
+  if (!built("cuda")) GTEST_SKIP() << "the cuda plugin is not built";
+  const ramjet_plugin& p = plugin("cuda");
+  bool has_backend = false;
+  for (size_t i = 0; i < p.component_count; ++i) has_backend |= p.components[i]->kind == RAMJET_KIND_BACKEND;
+  if (!has_backend) GTEST_SKIP() << "the cuda plugin was built without its backend (no CUDA toolkit or cuDNN)";
+  const auto& cuda = component("cuda", RAMJET_KIND_BACKEND, "cuda");
+  expect_fine(cuda, json::object());
+  expect_fine(cuda, {{"device", 1}, {"memory_limit_mb", 4096}, {"cudnn_workspace_mb", 64}, {"threads", 2}});
+  expect_problems(cuda, {{"memory_limit_mb", -1}, {"devices", 0}},
+                  {{"/memory_limit_mb", "must be >= 0"}, {"/devices", "did you mean 'device'?"}});
+  auto expect_cuda = [](const json& options, const std::vector<std::pair<std::string, std::string>>& expected) {
+    expect_option_problems(options, expected, "cuda", "cuda");
+  };
+  expect_cuda({{"batch", 256}, {"threads", 2}, {"optimizer", {{"type", "adamw"}, {"weight_decay", 0.01}}},
+               {"layer_dtypes", {{"conv2d", {{"compute", "float16"}, {"variable", "float32"}}},
+                                 {"softmax", {{"compute", "float32"}, {"variable", "float32"}}}}}},
+              {});
+  expect_cuda({{"precision", "mixed_float16"}, {"optimizer", {{"type", "sgd"}, {"momentum", 0.9}, {"nesterov", true}}}}, {});
+  expect_cuda({{"optimizer", {{"type", "rmsprop"}}}},
+              {{"/optimizer/type", "optimizer type 'rmsprop' is not supported by the cuda backend (sgd, adam, adamw)"}});
+  expect_cuda({{"optimizer", {{"type", "adam"}, {"beta_1", 1.5}}}}, {{"/optimizer/beta_1", "must be < 1"}});
+  expect_cuda({{"layer_dtypes", {{"dense", {{"compute", "bfloat16"}, {"variable", "float32"}}}}}},
+              {{"/layer_dtypes/dense/compute", "node 'dense' computes in bfloat16; the cuda backend computes in float32 "
+                                               "or float16"}});
+  expect_cuda({{"layer_dtypes", {{"dense", {{"compute", "float16"}, {"variable", "float16"}}}}}},
+              {{"/layer_dtypes/dense/variable", "keeps its variables in float16"}});
+  expect_cuda({{"precision", "mixed_bfloat16"}}, {{"/precision", "must be one of float32, mixed_float16"}});
+  expect_cuda({{"batch", 0}, {"batches", 2}}, {{"/batch", "must be >= 1"}, {"/batches", "did you mean 'batch'?"}});
 }

@@ -44,7 +44,9 @@ int64_t elements_of(const DLTensor& t) {
 
 // Collectives work on whole, dense CPU buffers in place.
 void require_dense_cpu(const DLTensor& t, const std::string& what) {
-  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost)
+  // Pinned host memory and managed memory (the cuda backend's gradients) are read and written in place like CPU
+  // memory.
+  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost && t.device.device_type != kDLCUDAManaged)
     throw ramjet::Error(RAMJET_ERR_UNSUPPORTED, "gloo strategy: " + what + ": the tensor is not in CPU memory");
   if (t.strides != nullptr) {
     int64_t expected = 1;

@@ -82,7 +82,9 @@ void divide(void* data, int64_t n, int size) {
 
 // Collectives work on whole, dense CPU buffers in place.
 void require_dense_cpu(const DLTensor& t, const std::string& what) {
-  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost)
+  // Pinned host memory and managed memory (the cuda backend's gradients) are read and written in place like CPU
+  // memory.
+  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost && t.device.device_type != kDLCUDAManaged)
     throw ramjet::Error(RAMJET_ERR_UNSUPPORTED, what + ": the tensor is not in CPU memory");
   if (!ramjet::is_contiguous(t)) throw ramjet::Error(RAMJET_ERR_UNSUPPORTED, what + ": the tensor is not contiguous");
   if (t.data == nullptr && ramjet::element_count(t) > 0)

@@ -92,7 +92,10 @@ void match(const Example& element, const std::string& name, const json& shape, c
   else if (!dtype.empty() && dtype_to_string(t->dtype) != dtype)
     reader.add(model_pointer, "'" + name + "' is " + dtype + " here, but the pipeline at " + data + " gives " +
                                   dtype_to_string(t->dtype) + after +
-                                  (dtype == "float32" ? " (a normalize or cast transform in its map makes float32)" : ""));
+                                  (dtype == "float32"  ? " (a normalize or cast transform in its map makes float32)"
+                                   : dtype == "int32" ? " (a cast transform with \"key\": \"" + name +
+                                                            "\" in its map makes int32)"
+                                                      : ""));
 }
 
 void check_pipeline(const Plan& plan, const PipelineSpec& spec, SectionReader& reader) {
@@ -105,10 +108,12 @@ void check_pipeline(const Plan& plan, const PipelineSpec& spec, SectionReader& r
     match(*element, name, input["shape"], input["dtype"].get<std::string>(), "/model/input/" + ramjet::pointer_token(name),
           spec, reader);
   }
-  // The labels' dtype is the loss's to convert (class IDs may be any integer type); their name and shape must hold.
+  // The labels as the loss reads them: int32 class IDs for the sparse cross-entropy, float32 targets otherwise (the
+  // graph's labels dtype). The backend takes them as the data gives them, so a float label would fail at the
+  // first step.
   if (ir.contains("labels") && ir.contains("loss"))
-    match(*element, ir["labels"]["name"].get<std::string>(), ir["labels"]["shape"], "", "/model/loss/labels", spec,
-          reader);
+    match(*element, ir["labels"]["name"].get<std::string>(), ir["labels"]["shape"],
+          ir["labels"].value("dtype", std::string()), "/model/loss/labels", spec, reader);
 }
 
 }  // namespace

@@ -79,7 +79,8 @@ void GradientBuckets::make_flat_view_if_contiguous(Bucket& bucket) {
   std::vector<const DLTensor*> parts;
   for (size_t k : bucket.members) {
     const DLTensor& t = gradients_.entries[k].tensor->dl_tensor;
-    if (!is_dense_float32(t) || t.device.device_type != kDLCPU) return;
+    const bool host_readable = t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAManaged;
+    if (!is_dense_float32(t) || !host_readable) return;
     parts.push_back(&t);
   }
   std::sort(parts.begin(), parts.end(),

@@ -36,10 +36,22 @@ Device::~Device() { release(); }
 void Device::release() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   if (blas_workspace_ != nullptr) memory_->release(std::exchange(blas_workspace_, nullptr));
+  conv_workspace_ = Buffer();
   memory_.reset();
   if (dnn_ != nullptr) cudnnDestroy(std::exchange(dnn_, nullptr));
   if (blas_ != nullptr) cublasLtDestroy(std::exchange(blas_, nullptr));
   if (stream_ != nullptr) cudaStreamDestroy(std::exchange(stream_, nullptr));
+}
+
+void Device::activate() const {
+  check(cudaSetDevice(settings_.ordinal), "cudaSetDevice", "device " + std::to_string(settings_.ordinal));
+}
+
+void Device::reserve_workspace(size_t bytes, const std::string& purpose) {
+  if (bytes <= conv_workspace_.bytes()) return;
+  wait("growing the convolution workspace");  // nothing may still be using the old one
+  conv_workspace_ = Buffer();
+  conv_workspace_ = Buffer(*this, bytes, purpose);
 }
 
 void Device::wait(const std::string& what) const { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", what); }

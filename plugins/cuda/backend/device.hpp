@@ -22,34 +22,7 @@ struct DeviceSettings {
   size_t blas_workspace = size_t(32) << 20;          // cuBLASLt's, shared by every dense product
 };
 
-class Device {
- public:
-  // Makes `settings.ordinal` current on this thread. Throws RAMJET_ERR_DEVICE "no CUDA device: ..." where there is
-  // none, and names the ordinal when it is out of range.
-  explicit Device(const DeviceSettings& settings);
-  ~Device();
-  Device(const Device&) = delete;
-  Device& operator=(const Device&) = delete;
-
-  cudaStream_t stream() const { return stream_; }
-  cublasLtHandle_t blas() const { return blas_; }
-  cudnnHandle_t dnn() const { return dnn_; }
-  CachingAllocator& memory() { return *memory_; }
-  const DeviceSettings& settings() const { return settings_; }
-  void* blas_workspace() const { return blas_workspace_; }
-  // Waits for everything enqueued so far; `what` names the step in the error of a kernel that failed.
-  void wait(const std::string& what) const;
-
- private:
-  void release();  // what the constructor made so far, or all of it
-
-  DeviceSettings settings_;
-  cudaStream_t stream_ = nullptr;
-  cublasLtHandle_t blas_ = nullptr;
-  cudnnHandle_t dnn_ = nullptr;
-  std::unique_ptr<CachingAllocator> memory_;
-  void* blas_workspace_ = nullptr;
-};
+class Device;
 
 // A block of device memory from the device's allocator, returned to its cache when the buffer goes. Empty when
 // default-made or asked for 0 bytes.
@@ -73,6 +46,42 @@ class Buffer {
   Device* device_ = nullptr;
   void* data_ = nullptr;
   size_t bytes_ = 0;
+};
+
+class Device {
+ public:
+  // Makes `settings.ordinal` current on this thread. Throws RAMJET_ERR_DEVICE "no CUDA device: ..." where there is
+  // none, and names the ordinal when it is out of range.
+  explicit Device(const DeviceSettings& settings);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  cudaStream_t stream() const { return stream_; }
+  cublasLtHandle_t blas() const { return blas_; }
+  cudnnHandle_t dnn() const { return dnn_; }
+  CachingAllocator& memory() { return *memory_; }
+  const DeviceSettings& settings() const { return settings_; }
+  void* blas_workspace() const { return blas_workspace_; }
+  // Makes this device current on the calling thread (the ABI serialises calls but does not promise one thread).
+  void activate() const;
+  // One workspace for every convolution of every plan (all run on one stream, one at a time): reserve() grows it at
+  // build time to the largest request; workspace() is read at run time, since a later reserve() may move it.
+  void reserve_workspace(size_t bytes, const std::string& purpose);
+  void* workspace() const { return conv_workspace_.get(); }
+  // Waits for everything enqueued so far; `what` names the step in the error of a kernel that failed.
+  void wait(const std::string& what) const;
+
+ private:
+  void release();  // what the constructor made so far, or all of it
+
+  DeviceSettings settings_;
+  cudaStream_t stream_ = nullptr;
+  cublasLtHandle_t blas_ = nullptr;
+  cudnnHandle_t dnn_ = nullptr;
+  std::unique_ptr<CachingAllocator> memory_;
+  void* blas_workspace_ = nullptr;
+  Buffer conv_workspace_;
 };
 
 // Memory the host and the device both read and write (cudaMallocManaged), for what the host reads in place: the

@@ -56,7 +56,46 @@ __global__ void filter_gradient_kernel(const T* ohwi, float* hwio, FilterShape s
   }
 }
 
+// One thread per element of the padded image: a copy of the input's element, or zero.
+template <class T>
+__global__ void pad_kernel(const T* x, T* y, PadShape s) {
+  const int64_t H = s.h + s.top + s.bottom, W = s.w + s.left + s.right, n = s.n * H * W * s.c;
+  RAMJET_GRID_STRIDE(i, n) {
+    const int64_t c = i % s.c, col = (i / s.c) % W, row = (i / (s.c * W)) % H, b = i / (s.c * W * H);
+    const int64_t r = row - s.top, q = col - s.left;
+    store(y, i, r >= 0 && r < s.h && q >= 0 && q < s.w ? load(x, ((b * s.h + r) * s.w + q) * s.c + c) : 0.0f);
+  }
+}
+
+// One thread per element of the unpadded image.
+template <class T>
+__global__ void crop_kernel(const T* padded, T* x, PadShape s) {
+  const int64_t H = s.h + s.top + s.bottom, W = s.w + s.left + s.right, n = s.n * s.h * s.w * s.c;
+  RAMJET_GRID_STRIDE(i, n) {
+    const int64_t c = i % s.c, q = (i / s.c) % s.w, r = (i / (s.c * s.w)) % s.h, b = i / (s.c * s.w * s.h);
+    store(x, i, load(padded, ((b * H + r + s.top) * W + q + s.left) * s.c + c));
+  }
+}
+
 }  // namespace
+
+void pad_image(const void* x, void* y, const PadShape& s, cudaDataType_t dtype, cudaStream_t stream) {
+  const int64_t n = s.n * (s.h + s.top + s.bottom) * (s.w + s.left + s.right) * s.c;
+  if (dtype == CUDA_R_16F)
+    pad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __half*>(x), static_cast<__half*>(y), s);
+  else
+    pad_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(x), static_cast<float*>(y), s);
+  check(cudaGetLastError(), "padding kernel launch");
+}
+
+void crop_image(const void* padded, void* x, const PadShape& s, cudaDataType_t dtype, cudaStream_t stream) {
+  const int64_t n = s.n * s.h * s.w * s.c;
+  if (dtype == CUDA_R_16F)
+    crop_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __half*>(padded), static_cast<__half*>(x), s);
+  else
+    crop_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(padded), static_cast<float*>(x), s);
+  check(cudaGetLastError(), "crop kernel launch");
+}
 
 void filter_from_keras(const float* hwio, void* ohwi, const FilterShape& s, cudaDataType_t dtype, cudaStream_t stream) {
   if (dtype == CUDA_R_16F)

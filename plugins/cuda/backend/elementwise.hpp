@@ -29,6 +29,15 @@ void filter_from_keras(const float* hwio, void* ohwi, const FilterShape& s, cuda
 void filter_gradient_to_keras(const void* ohwi, float* hwio, const FilterShape& s, cudaDataType_t dtype, bool add,
                               cudaStream_t stream);
 
+// An NHWC image with zeros around it, as a convolution with uneven ("same" at stride 2, or an even kernel) padding
+// reads it (cuDNN pads both sides alike): y [n, h + top + bottom, w + left + right, c]; and the gradient back, the
+// padded gradient's interior.
+struct PadShape {
+  int64_t n, h, w, c, top, bottom, left, right;
+};
+void pad_image(const void* x, void* y, const PadShape& s, cudaDataType_t dtype, cudaStream_t stream);
+void crop_image(const void* padded, void* x, const PadShape& s, cudaDataType_t dtype, cudaStream_t stream);
+
 inline size_t element_bytes(cudaDataType_t dtype) { return dtype == CUDA_R_16F ? 2 : 4; }
 
 }  // namespace cuda_plugin

@@ -59,6 +59,7 @@ LossValues Loss::forward(const DLTensor& labels) {
 }
 
 void Loss::backward(float scale) {
+  if (!logits_.wants_grad) return;  // no parameter lies upstream: nothing to back-propagate
   kernel_->run(logits_.data.get(), labels_.as<int32_t>(), logits_.grad.get(), scale, result_.as<CrossEntropyResult>(),
                device_.stream());
   logits_.grad_written = true;

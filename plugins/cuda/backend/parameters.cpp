@@ -39,11 +39,13 @@ Parameters::Parameters(Device& device, const ramjet::ir::Graph& graph, bool half
     for (const auto& [role, name] : node.params) {
       if (node.op == "conv2d" && role == "kernel") filter[name] = true;
       if ((node.op == "conv2d" || node.op == "dense") && (role == "kernel" || role == "bias")) weight[name] = true;
+      // Frozen only when every node that reads it says so (as the cpu backend decides).
+      bool listed = true;
       if (node.attrs.contains("trainable") && node.attrs["trainable"].is_array()) {
-        bool listed = false;
+        listed = false;
         for (const auto& r : node.attrs["trainable"]) listed |= r == role;
-        trainable[name] = listed;
       }
+      trainable[name] = (trainable.count(name) && trainable[name]) || listed;
     }
   }
   for (const auto& spec : graph.params) {
@@ -138,8 +140,9 @@ bool writes_directly(const Parameter& p, bool accumulate) {
 }  // namespace
 
 void* Parameters::grad_target(Parameter& p) {
-  if (!p.trainable) return nullptr;
-  if (writes_directly(p, accumulate_)) return p.grad.get();
+  // A frozen parameter's product still has somewhere to go (the libraries and kernels write it whenever the layer's
+  // other gradients are wanted); it is never committed.
+  if (p.trainable && writes_directly(p, accumulate_)) return p.grad.get();
   const size_t bytes = static_cast<size_t>(p.count) * element_bytes(p.compute_dtype);
   if (p.scratch.bytes() < bytes) p.scratch = Buffer(device_, bytes, "gradient product of " + p.name);
   return p.scratch.get();
@@ -201,8 +204,10 @@ void Parameters::get(std::string_view which, ramjet::Example& out) {
   device_.wait("get_state");
   auto copy_out = [&](const Parameter& p, const void* device_data, const std::string& name) {
     std::vector<float> raw(static_cast<size_t>(p.count));
-    check(cudaMemcpy(raw.data(), device_data, raw.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy",
-          "get_state " + name);
+    check(cudaMemcpyAsync(raw.data(), device_data, raw.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                          device_.stream()),
+          "cudaMemcpyAsync", "get_state " + name);
+    device_.wait("get_state " + name);
     ramjet::Tensor t = ramjet::Tensor::zeros(ramjet::dtype_of<float>(), std::span<const int64_t>(p.shape));
     std::memcpy(t.data<float>(), raw.data(), raw.size() * sizeof(float));
     out.set(name, std::move(t));
@@ -258,9 +263,12 @@ void Parameters::set(std::string_view which, ramjet::Example& values) {
   for (const Copy& c : copies) {
     const size_t bytes = static_cast<size_t>(c.p->count) * sizeof(float);
     if (c.host_target) std::memcpy(c.target, c.source, bytes);
-    else check(cudaMemcpy(c.target, c.source, bytes, cudaMemcpyHostToDevice), "cudaMemcpy", what + c.p->name);
+    else  // on the program's stream, which does not wait for the legacy default stream's copies
+      check(cudaMemcpyAsync(c.target, c.source, bytes, cudaMemcpyHostToDevice, device_.stream()), "cudaMemcpyAsync",
+            what + c.p->name);
   }
   if (which == RAMJET_STATE_PARAMETERS) refresh_copies();
+  device_.wait("set_state");  // the host may free `values` once this returns
 }
 
 }  // namespace cuda_plugin

@@ -59,6 +59,7 @@ class Parameters {
 
   // Backward's bookkeeping: every gradient starts unwritten; a layer asks where to write its product (in the
   // parameter's compute dtype and layout) and then commits it, which converts or adds it into the float32 gradient.
+  // A frozen (not trainable) parameter's product goes to scratch and its commit does nothing.
   void begin_backward(bool accumulate);
   void* grad_target(Parameter& p);
   void grad_commit(Parameter& p);

@@ -33,14 +33,23 @@ Plan& Program::plan_for(int64_t batch, bool training) {
 }
 
 void Program::forward(const ramjet_forward_args& args, ramjet::Example& inputs, ramjet::Example& outputs) {
+  device_.activate();
   trained_ = nullptr;
-  const DLTensor* first = inputs.find(graph_.inputs.front().name);
-  if (first == nullptr || first->ndim < 1 || first->shape[0] < 1)
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "forward: input '" + graph_.inputs.front().name +
-                                                         "' is missing or has no batch axis");
+  // The batch, and every input's rank and batch, before a plan is built for it (Plan::load_inputs checks the rest).
+  int64_t batch = -1;
+  for (const auto& spec : graph_.inputs) {
+    const DLTensor* t = inputs.find(spec.name);
+    if (t == nullptr)
+      throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "forward: the inputs have no tensor named '" + spec.name + "'");
+    if (t->ndim != static_cast<int32_t>(spec.shape.size()) + 1 || t->shape[0] < 1 || (batch >= 0 && t->shape[0] != batch))
+      throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "forward: input '" + spec.name + "' must be [batch, " +
+                                                           ramjet::ir::shape_string(spec.shape).substr(1) +
+                                                           " with one batch for every input");
+    batch = t->shape[0];
+  }
   DLTensor* labels = graph_.loss ? inputs.find(graph_.loss->labels) : nullptr;
   const bool training = args.training != 0 && labels != nullptr;
-  Plan& plan = plan_for(first->shape[0], training);
+  Plan& plan = plan_for(batch, training);
   plan.load_inputs(inputs);
   const Pass pass{device_, args.training != 0, args.seed};
   plan.forward(pass);
@@ -60,16 +69,26 @@ void Program::backward(const ramjet_backward_args& args) {
     throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "backward: no training forward to back-propagate; call forward "
                                                      "with training = 1 and the labels " + labels + " first");
   }
+  device_.activate();
   if (!std::isfinite(args.loss_scale))
     throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "backward: loss_scale must be finite");
   trained_->backward(Pass{device_, true, trained_seed_}, args);
   if (args.out_found_nonfinite != nullptr) *args.out_found_nonfinite = params_.gradients_nonfinite() ? 1 : 0;
 }
 
-void Program::optimizer_update(const ramjet_update_args& args) { params_.update(args); }
+void Program::optimizer_update(const ramjet_update_args& args) {
+  device_.activate();
+  params_.update(args);
+}
 
-void Program::get_state(std::string_view which, ramjet::Example& out) { params_.get(which, out); }
+void Program::get_state(std::string_view which, ramjet::Example& out) {
+  device_.activate();
+  params_.get(which, out);
+}
 
-void Program::set_state(std::string_view which, ramjet::Example& values) { params_.set(which, values); }
+void Program::set_state(std::string_view which, ramjet::Example& values) {
+  device_.activate();
+  params_.set(which, values);
+}
 
 }  // namespace cuda_plugin

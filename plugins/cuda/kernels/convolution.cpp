@@ -17,12 +17,18 @@ void check_cudnn(cudnnStatus_t status, const char* call, const std::string& laye
 
 namespace {
 
-// The first of cuDNN's ranked algorithms that succeeded and fits the workspace limit.
+// The first of cuDNN's ranked algorithms that succeeded, fits the workspace limit and is deterministic (some
+// backward algorithms sum with atomics, so their results change in the last bits from run to run); a
+// nondeterministic one only when no deterministic one fits.
 template <class Perf>
 const Perf* first_fitting(const Perf* perf, int count, size_t limit) {
-  for (int i = 0; i < count; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= limit) return &perf[i];
-  return nullptr;
+  const Perf* fallback = nullptr;
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit) continue;
+    if (perf[i].determinism == CUDNN_DETERMINISTIC) return &perf[i];
+    if (fallback == nullptr) fallback = &perf[i];
+  }
+  return fallback;
 }
 
 }  // namespace

@@ -75,6 +75,9 @@ MultiTensor::MultiTensor(const std::vector<ParameterBuffers>& parameters) {
                      cudaMemcpyHostToDevice), "cudaMemcpy", "the parameter table");
     check(cudaMemcpy(chunks_table_, table.data(), table.size() * sizeof(Chunk), cudaMemcpyHostToDevice), "cudaMemcpy",
           "the chunk table");
+    // A copy from pageable memory may return before its DMA ends, and a non-blocking stream does not wait for the
+    // legacy stream: finish it here, once, before any stream reads the tables.
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize", "the parameter tables");
   } catch (...) {
     cudaFree(chunks_table_);
     cudaFree(tensors_);

@@ -1,6 +1,8 @@
 // conv2d: Keras Conv2D on an image [H, W, C] (channels last), kernel HWIO on the host and cuDNN's [out, kh, kw, in]
-// on the device (parameters.hpp), bias [filters], on cuDNN (convolution.hpp). cuDNN pads symmetrically: "same"
-// padding that needs one more row or column at the end than at the start is refused, naming the layer.
+// in the compute copy (parameters.hpp), bias [filters], on cuDNN (convolution.hpp). cuDNN pads both sides alike;
+// uneven padding ("same" at stride 2 on an even size, or an even kernel) is made explicit: the input is copied
+// into a zero-padded buffer the convolution reads unpadded, and its gradient is that buffer's interior.
+#include "../elementwise.hpp"
 #include "../layer.hpp"
 #include "convolution.hpp"
 #include "own_activation.hpp"
@@ -8,25 +10,34 @@
 namespace cuda_plugin {
 namespace {
 
-ConvolutionShape shape_of(const NodeSpec& node, Build& b) {
+ramjet::ir::ConvGeometry geometry_of(const NodeSpec& node, Build& b) {
   const ramjet::ir::ConvGeometry g = ramjet::ir::conv_geometry(node, b.only_input(node, 3, "an image [H, W, C]"));
   if (g.G != 1) node.fail(RAMJET_ERR_UNSUPPORTED, "the cuda backend runs conv2d with groups 1 only");
   if (g.dilation[0] != 1 || g.dilation[1] != 1)
     node.fail(RAMJET_ERR_UNSUPPORTED, "the cuda backend runs conv2d with dilation 1 only");
-  if (g.padding[0] != g.padding[1] || g.padding[2] != g.padding[3])
-    node.fail(RAMJET_ERR_UNSUPPORTED, "cuDNN pads both sides alike; this padding [top, bottom, left, right] is uneven "
-                                      "(an even kernel with \"same\" padding, or stride 2 on an even size)");
   b.check_output(node, {g.OH, g.OW, g.F});
+  return g;
+}
+
+bool uneven(const ramjet::ir::ConvGeometry& g) { return g.padding[0] != g.padding[1] || g.padding[2] != g.padding[3]; }
+
+// What cuDNN sees: the input as it is with the padding, or (uneven padding) the explicitly padded input without.
+ConvolutionShape shape_of(const ramjet::ir::ConvGeometry& g, int64_t batch) {
   auto i = [](int64_t v) { return static_cast<int>(v); };
-  return {i(b.batch), i(g.H), i(g.W), i(g.C), i(g.F), i(g.kernel[0]), i(g.kernel[1]), i(g.strides[0]),
-          i(g.strides[1]), i(g.padding[0]), i(g.padding[2])};
+  const auto& p = g.padding;
+  if (uneven(g))
+    return {i(batch), i(g.H + p[0] + p[1]), i(g.W + p[2] + p[3]), i(g.C), i(g.F), i(g.kernel[0]), i(g.kernel[1]),
+            i(g.strides[0]), i(g.strides[1]), 0, 0};
+  return {i(batch), i(g.H), i(g.W), i(g.C), i(g.F), i(g.kernel[0]), i(g.kernel[1]), i(g.strides[0]),
+          i(g.strides[1]), i(p[0]), i(p[2])};
 }
 
 class Conv2d : public Layer {
  public:
   Conv2d(const NodeSpec& node, Build& b)
       : device_(b.device), params_(b.params), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output),
-        shape_(shape_of(node, b)), kernel_(&b.params.get(node.param("kernel"))),
+        geometry_(geometry_of(node, b)), shape_(shape_of(geometry_, b.batch)),
+        kernel_(&b.params.get(node.param("kernel"))),
         bias_(node.attr_bool("use_bias", true) ? &b.params.get(node.param("bias")) : nullptr), act_(node, b, false) {
     if (kernel_->shape != Shape{shape_.kernel_h, shape_.kernel_w, shape_.in_channels, shape_.out_channels})
       node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the kernel must be [kh, kw, in, filters]");
@@ -35,12 +46,20 @@ class Conv2d : public Layer {
     products_ = std::make_unique<ConvolutionProducts>(device_.dnn(), node.name, shape_,
                                                       dtype_ == CUDA_R_16F ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT,
                                                       device_.settings().cudnn_workspace_limit);
-    workspace_ = Buffer(device_, products_->workspace_bytes(), "layer " + node.name + " cuDNN workspace");
+    device_.reserve_workspace(products_->workspace_bytes(), "the convolutions' cuDNN workspace (layer " + node.name + ")");
+    if (uneven(geometry_)) {
+      const auto& p = geometry_.padding;
+      pad_ = PadShape{b.batch, geometry_.H, geometry_.W, geometry_.C, p[0], p[1], p[2], p[3]};
+      const int64_t padded = b.batch * shape_.height * shape_.width * shape_.in_channels;
+      padded_ = b.buffer(padded, "layer " + node.name + " padded input");
+      if (b.backward && in_.wants_grad) padded_grad_ = b.buffer(padded, "layer " + node.name + " padded input gradient");
+    }
   }
 
   void forward(const Pass& pass) override {
-    products_->forward(in_.data.get(), params_.compute(*kernel_), bias_ ? params_.compute(*bias_) : nullptr,
-                       act_.product_target(out_), workspace_.get());
+    if (padded_.bytes()) pad_image(in_.data.get(), padded_.get(), pad_, dtype_, device_.stream());
+    products_->forward(input(), params_.compute(*kernel_), bias_ ? params_.compute(*bias_) : nullptr,
+                       act_.product_target(out_), device_.workspace());
     act_.forward(pass, out_);
   }
 
@@ -48,12 +67,13 @@ class Conv2d : public Layer {
     const void* dy = act_.product_gradient(pass, out_);
     void* dw = params_.grad_target(*kernel_);
     void* db = bias_ ? params_.grad_target(*bias_) : nullptr;
-    products_->backward_filter(in_.data.get(), dy, dw, db, workspace_.get());
+    products_->backward_filter(input(), dy, dw, db, device_.workspace());
     params_.grad_commit(*kernel_);
     if (bias_) params_.grad_commit(*bias_);
     if (!in_.wants_grad) return;
-    products_->backward_data(dy, params_.compute(*kernel_), gradient_slot(in_, device_, dtype_, "conv2d input gradient"),
-                             workspace_.get());
+    void* dx = gradient_slot(in_, device_, dtype_, "conv2d input gradient");
+    products_->backward_data(dy, params_.compute(*kernel_), padded_.bytes() ? padded_grad_.get() : dx, device_.workspace());
+    if (padded_.bytes()) crop_image(padded_grad_.get(), dx, pad_, dtype_, device_.stream());
     gradient_written(in_, device_, dtype_);
   }
 
@@ -63,17 +83,21 @@ class Conv2d : public Layer {
   }
 
  private:
+  const void* input() const { return padded_.bytes() ? padded_.get() : in_.data.get(); }
+
   Device& device_;
   Parameters& params_;
   cudaDataType_t dtype_;
   Value& in_;
   Value& out_;
+  ramjet::ir::ConvGeometry geometry_;
   ConvolutionShape shape_;
   Parameter* kernel_;
   Parameter* bias_;
   OwnActivation act_;
   std::unique_ptr<ConvolutionProducts> products_;
-  Buffer workspace_;
+  PadShape pad_{};
+  Buffer padded_, padded_grad_;  // uneven padding only
 };
 
 }  // namespace

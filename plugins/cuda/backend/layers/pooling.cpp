@@ -10,6 +10,8 @@ class Pooling : public Layer {
  public:
   Pooling(const NodeSpec& node, Build& b, PoolingProducts::Kind kind, bool global)
       : device_(b.device), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output) {
+    if (global && b.inputs.size() == 1 && b.inputs[0]->shape.size() == 2)
+      node.fail(RAMJET_ERR_UNSUPPORTED, "the cuda backend pools images [H, W, C] only, not sequences [T, C]");
     const Shape& in = b.only_input(node, 3, "an image [H, W, C]");
     const int64_t H = in[0], W = in[1], C = in[2];
     std::vector<int64_t> k{H, W}, s{1, 1}, pad{0, 0, 0, 0};
@@ -20,6 +22,8 @@ class Pooling : public Layer {
     }
     if (k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 || *std::min_element(pad.begin(), pad.end()) < 0)
       node.fail(RAMJET_ERR_INVALID_ARGUMENT, "pool and strides must be >= 1, padding >= 0");
+    if (pad[0] >= k[0] || pad[1] >= k[0] || pad[2] >= k[1] || pad[3] >= k[1])
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "padding must be smaller than the pool window");
     if (pad[0] != pad[1] || pad[2] != pad[3])
       node.fail(RAMJET_ERR_UNSUPPORTED, "cuDNN pads both sides alike; this padding [top, bottom, left, right] is uneven");
     if (H + pad[0] + pad[1] < k[0] || W + pad[2] + pad[3] < k[1])

@@ -17,6 +17,7 @@ std::unique_ptr<Layer> make_dropout(const NodeSpec&, Build&);
 std::unique_ptr<Layer> make_add(const NodeSpec&, Build&);
 std::unique_ptr<Layer> make_reshape(const NodeSpec&, Build&);
 std::unique_ptr<Layer> make_layer_norm(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_batch_norm(const NodeSpec&, Build&);
 
 namespace {
 
@@ -33,6 +34,7 @@ constexpr std::pair<std::string_view, LayerFactory> kLayers[] = {
     {"add", &make_add},
     {"dropout", &make_dropout},
     {"layer_norm", &make_layer_norm},
+    {"batch_norm", &make_batch_norm},
 };
 
 }  // namespace
