@@ -1,11 +1,12 @@
 """The arithmetic of ./dev bench train: a model's training work per sample and parameter count from `ramjet graph`,
-the fraction of the measured matmul peak a row reaches, and issue 14's targets as ratios within one run.
+the fraction of the measured matmul peak a row reaches, and issue 14's targets as ratios within one run; under
+--device cuda issue 16's instead (cuda_checks), which a failed or missing row leaves unjudged rather than dropped.
 """
 import json
 import math
 import subprocess
 
-from rows import PEERS
+from rows import CUDA_ROWS, PEERS
 
 
 def graph(ramjet, manifest):
@@ -49,6 +50,46 @@ def add_peak_fractions(rows, peak, flops):
 
 def check(model, text, target, value):
     return {"model": model, "ratio": text, "target": target, "value": round(value, 3), "met": value >= target}
+
+
+def unjudged(model, text, target, why):
+    """A check a failed or missing row leaves open: no value, `met` None, and why."""
+    return {"model": model, "ratio": text, "target": target, "value": None, "met": None, "unjudged": why}
+
+
+def why_unjudged(by, names):
+    """Why rows `names` cannot be judged ("" when they all have a speed): which were not run and which failed (the
+    failed row carries its error)."""
+    missing = [n for n in names if n not in by]
+    failed = [n for n in names if n in by and not by[n].get("samples_per_s")]
+    return "; ".join(f"{', '.join(rows)} {what}" for rows, what in ((failed, "failed"), (missing, "not run")) if rows)
+
+
+def cuda_checks(model, by):
+    """Issue 16's targets: ramjet-cuda-fp16 ≥ 1.3 × the best torch-cuda row; on the ResNet ≥ 2 × ramjet-cuda-fp32
+    (what mixed_float16 gains). Every torch-cuda row must have run: one that failed could have been the best."""
+    torch_rows = [n for n in CUDA_ROWS if n.startswith("torch-")]
+    speed = {n: by.get(n, {}).get("samples_per_s") for n in CUDA_ROWS}
+    text = "ramjet-cuda-fp16 / best torch-cuda row"
+    why = why_unjudged(by, ["ramjet-cuda-fp16"] + torch_rows)
+    if why:
+        out = [unjudged(model, text, 1.3, why)]
+    else:
+        best = max(torch_rows, key=speed.get)
+        out = [check(model, f"{text} ({best})", 1.3, speed["ramjet-cuda-fp16"] / speed[best])]
+    if model == "resnet":
+        text = "ramjet-cuda-fp16 / ramjet-cuda-fp32"
+        why = why_unjudged(by, ["ramjet-cuda-fp16", "ramjet-cuda-fp32"])
+        out.append(unjudged(model, text, 2.0, why) if why else
+                   check(model, text, 2.0, speed["ramjet-cuda-fp16"] / speed["ramjet-cuda-fp32"]))
+    return out
+
+
+def add_gflops(rows, flops):
+    """GFLOP/s of every GPU row that ran (ramjet and PyTorch build the same network, so the same work a sample)."""
+    for row in rows:
+        if row.get("samples_per_s"):
+            row["gflops"] = round(row["samples_per_s"] * flops * 1e-9, 1)
 
 
 def speed_checks(model, by):
@@ -99,7 +140,9 @@ def peak_checks(model, by):
     return out
 
 
-def model_checks(model, rows):
+def model_checks(model, rows, device="cpu"):
     by = {r["name"]: r for r in rows}
+    if device == "cuda":
+        return cuda_checks(model, by)
     checks = speed_checks(model, by) + memory_check(model, by) + ratio_checks(model, by)
     return checks + (peak_checks(model, by) if model == "cnn" else [])

@@ -1,6 +1,7 @@
 """The rows of ./dev bench train: how each one runs (ramjet from the model's manifest, the Keras and PyTorch peers
 from bench/train/{keras,torch}_peer.py), each in its own process whose peak resident memory wait4 reports, and the
-single-thread busy process the `-load` rows run beside.
+single-thread busy process the `-load` rows run beside. Under --device cuda the rows are the GPU's instead (CUDA_ROWS):
+ramjet's cuda backend in float32 and mixed_float16 and PyTorch on the GPU, batch 256.
 """
 import contextlib
 import importlib.util
@@ -19,6 +20,13 @@ MANIFESTS = {"cnn": os.path.join(ROOT, "examples", "fashion_mnist", "train.json"
 # epoch takes minutes on 2 threads for every framework.
 DEFAULT_STEPS = {"cnn": None, "resnet": 200, "mobilenet": 200}
 BATCH = 128
+# --device cuda: the GPU rows and models, batch 256, and the batches an epoch: the whole batches of the training set
+# for the CNN (60,000 // 256: no partial last batch, which would make cuDNN's autotuner and torch.compile start over
+# inside the timing), 200 for the ResNet as on the CPU.
+CUDA_ROWS = ("ramjet-cuda-fp32", "ramjet-cuda-fp16", "torch-cuda-fp32", "torch-cuda-amp", "torch-cuda-amp-compile")
+CUDA_MODELS = ("cnn", "resnet")
+CUDA_BATCH = 256
+CUDA_DEFAULT_STEPS = {"cnn": 60000 // CUDA_BATCH, "resnet": 200}
 PEERS = ("tf-fp32", "tf-fp32-jit", "tf-bf16", "tf-bf16-jit",
          "torch-fp32", "torch-bf16", "torch-compile-fp32", "torch-compile-bf16")
 
@@ -38,11 +46,25 @@ def log(message):
     print(message, file=sys.stderr, flush=True)
 
 
-def row_names(model, load_models):
+def row_names(model, load_models, device="cpu"):
     """Every row of one model, in the order they run: the trace row only for the CNN (what `--trace` costs was
-    measured there), the `-load` rows last and only for the models named by --load-models."""
+    measured there), the `-load` rows last and only for the models named by --load-models; under --device cuda the
+    GPU's rows only."""
+    if device == "cuda":
+        return list(CUDA_ROWS)
     names = ["ramjet-fp32", "ramjet-bf16"] + (["ramjet-fp32-trace"] if model == "cnn" else []) + list(PEERS)
     return names + (["ramjet-fp32-load", "ramjet-fp32-load-adapt", "tf-fp32-load"] if model in load_models else [])
+
+
+def epoch_steps(a, model):
+    """Batches an epoch: --steps, else the model's default on the run's device (None: the whole epoch)."""
+    return a.steps or (CUDA_DEFAULT_STEPS if a.device == "cuda" else DEFAULT_STEPS)[model]
+
+
+def threads(a):
+    """CPU threads of a row: --threads on the CPU; under --device cuda every core of the machine (os.cpu_count()),
+    for ramjet's data pipeline and the peer's host side alike, as a GPU run has the machine to itself."""
+    return os.cpu_count() if a.device == "cuda" else a.threads
 
 
 def bench_manifest(model, precision, a, work, adapt_threads=False):
@@ -51,7 +73,7 @@ def bench_manifest(model, precision, a, work, adapt_threads=False):
     to the work folder, not next to the manifest."""
     with open(MANIFESTS[model]) as f:
         doc = json.load(f)
-    steps = a.steps or DEFAULT_STEPS[model]
+    steps = epoch_steps(a, model)
     if steps:
         doc["data"]["train"]["take"] = steps * BATCH
     doc["data"]["train"]["budget"] = {"cpu": a.threads}
@@ -66,13 +88,35 @@ def bench_manifest(model, precision, a, work, adapt_threads=False):
     return path
 
 
-def ramjet_row(a, work, model, precision, trace=None, adapt_threads=False):
-    manifest = bench_manifest(model, precision, a, work, adapt_threads)
-    report = os.path.join(work, f"report-{model}-{precision}.json")
+def cuda_manifest(model, precision, a, work):
+    """The model's manifest for a GPU row: train.backend "cuda", batch 256, 2 epochs of epoch_steps batches (the
+    second is the steady state), the data pipeline's budget every core (threads(a)), no train.threads (the cuda
+    backend's parallelism is the device's own), no periodic checkpoints and no export."""
+    with open(MANIFESTS[model]) as f:
+        doc = json.load(f)
+    doc["data"]["train"].update(batch=CUDA_BATCH, take=epoch_steps(a, model) * CUDA_BATCH, budget={"cpu": threads(a)})
+    doc["train"].update(backend="cuda", epochs=2, precision=precision)
+    doc["train"].pop("threads", None)
+    checkpoints = os.path.join(work, f"checkpoints-{model}-cuda-{precision}")
+    doc["train"]["checkpoint"] = {"dir": checkpoints, "every_steps": 0}
+    doc.pop("export", None)
+    path = os.path.join(work, f"{model}-cuda-{precision}.json")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+    return path
+
+
+def ramjet_row(a, work, model, precision, trace=None, adapt_threads=False, cuda=False):
+    """`ramjet run MANIFEST --quiet --report R` of the bench manifest (cuda: the GPU's), read back from R."""
+    if cuda:
+        manifest = cuda_manifest(model, precision, a, work)
+    else:
+        manifest = bench_manifest(model, precision, a, work, adapt_threads)
+    report = os.path.join(work, f"report-{model}{'-cuda' if cuda else ''}-{precision}.json")
     command = [a.ramjet, "run", manifest, "--quiet", "--report", report]
     if trace:
         command += ["--trace", os.path.join(work, "trace.json")]
-    _, rss = run_measured(command, env=dict(os.environ, OMP_NUM_THREADS=str(a.threads)))
+    _, rss = run_measured(command, env=dict(os.environ, OMP_NUM_THREADS=str(threads(a))))
     with open(report) as f:
         r = json.load(f)
     history = r["train"]["history"]
@@ -83,10 +127,14 @@ def ramjet_row(a, work, model, precision, trace=None, adapt_threads=False):
 
 
 def peer_command(a, model, name):
-    """The peer process for a row name such as tf-bf16-jit or torch-compile-fp32."""
-    steps = a.steps or DEFAULT_STEPS[model]
-    common = ["--model", model, "--threads", str(a.threads), "--warmup", str(a.warmup)]
+    """The peer process for a row name such as tf-bf16-jit, torch-compile-fp32 or torch-cuda-amp-compile."""
+    steps = epoch_steps(a, model)
+    common = ["--model", model, "--threads", str(threads(a)), "--warmup", str(a.warmup)]
     common += ["--steps", str(steps)] if steps else []
+    if name.startswith("torch-cuda-"):
+        return ([a.torch_python, os.path.join(HERE, "torch_peer.py"), "--device", "cuda", "--batch", str(CUDA_BATCH),
+                 "--precision", "float16" if "-amp" in name else "float32"]
+                + common + (["--compile"] if name.endswith("-compile") else []))
     bf16 = "bf16" in name
     if name.startswith("tf-"):
         return ([sys.executable, os.path.join(HERE, "keras_peer.py"), "--precision",
@@ -96,10 +144,11 @@ def peer_command(a, model, name):
 
 
 def peer_row(a, model, name):
-    out, rss = run_measured(peer_command(a, model, name), env=dict(os.environ, OMP_NUM_THREADS=str(a.threads)))
+    out, rss = run_measured(peer_command(a, model, name), env=dict(os.environ, OMP_NUM_THREADS=str(threads(a))))
     result = json.loads(out.strip().splitlines()[-1])
     return {"samples_per_s": result["samples_per_s"], "peak_rss_bytes": rss, "params": result.get("params"),
-            "steps_per_epoch": result.get("steps"), "test_accuracy": result["history"][-1]["test_accuracy"]}
+            "steps_per_epoch": result.get("steps"), "test_accuracy": result["history"][-1]["test_accuracy"],
+            "gpu": result.get("gpu")}
 
 
 def _die_with_parent():
@@ -143,6 +192,8 @@ def runner(a, work, model, name, quiet):
             row["variant"] = "jit" if jit else "no-jit"
             return row
         return tf_loaded
+    if name.startswith("ramjet-cuda-"):
+        return lambda: ramjet_row(a, work, model, "mixed_float16" if name.endswith("-fp16") else "float32", cuda=True)
     if name.startswith("ramjet-"):
         precision = "mixed_bfloat16" if "bf16" in name else "float32"
         return lambda: ramjet_row(a, work, model, precision, trace=name.endswith("-trace"))
