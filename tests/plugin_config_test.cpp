@@ -702,3 +702,17 @@ TEST(PluginConfig, CudaBackend) {
   expect_cuda({{"precision", "mixed_bfloat16"}}, {{"/precision", "must be one of float32, mixed_float16"}});
   expect_cuda({{"batch", 0}, {"batches", 2}}, {{"/batch", "must be >= 1"}, {"/batches", "did you mean 'batch'?"}});
 }
+
+// The nccl strategy's words: the rendezvous every strategy shares (the gloo strategy's fields and rules, from the
+// SDK) and the GPU it drives. Judged without a GPU; creating it needs one (tests of that run on a GPU machine).
+TEST(PluginConfig, NcclStrategy) {
+  if (!built("nccl")) GTEST_SKIP() << "the nccl plugin is not built (no CUDA toolkit or NCCL at configure time)";
+  const auto& nccl = component("nccl", RAMJET_KIND_STRATEGY, "nccl");
+  expect_fine(nccl, json::object());  // rank, world size and the store's address may all come from the environment
+  expect_fine(nccl, {{"master_addr", "10.0.0.1"}, {"master_port", 29500}, {"rank", 1}, {"world_size", 2},
+                     {"timeout_s", 30}, {"device", 1}});
+  expect_problems(nccl, {{"rank", 2}, {"world_size", 2}}, {{"/rank", "must be below world_size (2), got 2"}});
+  expect_problems(nccl, {{"device", -1}, {"timeout_s", 0}, {"rendezvous", "file"}},
+                  {{"/device", "must be >= 0"}, {"/timeout_s", "must be > 0"}, {"/rendezvous", "unknown field"}});
+  expect_create_refuses(nccl, {{"rank", 3}, {"world_size", 2}}, "/rank");
+}

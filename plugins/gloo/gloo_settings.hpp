@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ramjet/sdk.hpp>
+#include <ramjet/sdk/rendezvous.hpp>
 
 #include <chrono>
 #include <string>
@@ -28,12 +29,7 @@ struct Settings {
   static Settings read(const ramjet::Config& config);
 };
 
-// The seconds a collective may wait for its peers before it fails. PyTorch's default is 30 minutes; ramjet's
-// ranks only ever wait on each other for a step's work plus rank 0's checkpoint writes, so 5 minutes is long
-// enough for a slow step and short enough that a stalled job is noticed while someone still watches it.
-inline constexpr double kDefaultTimeoutSeconds = 300;
-
-// "3 s", "2.5 s" for messages.
-std::string seconds_text(std::chrono::milliseconds duration);
+using ramjet::net::kDefaultTimeoutSeconds;
+using ramjet::net::seconds_text;
 
 }  // namespace ramjet_gloo

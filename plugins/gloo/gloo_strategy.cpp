@@ -19,6 +19,8 @@
 #include <sstream>
 
 namespace ramjet_gloo {
+
+using ramjet::net::kPeerFailure;
 namespace {
 
 // How long a wait outlasts gloo's own timeout before ramjet gives up on gloo returning at all.
@@ -174,13 +176,13 @@ void GlooStrategy::connect() {
       std::filesystem::create_directories(settings_.dir);
       store_ = std::make_unique<gloo::rendezvous::FileStore>(settings_.dir);
     } else {
-      if (settings_.rank == 0) server_ = std::make_unique<TcpStoreServer>(settings_.master_port);
+      if (settings_.rank == 0) server_ = std::make_unique<TcpStoreServer>(settings_.master_port, "gloo rendezvous store");
       store_ = std::make_unique<TcpStore>(settings_.master_addr, settings_.master_port, settings_.timeout);
     }
     gloo::transport::tcp::attr attr;
     if (!settings_.interface.empty()) attr.iface = settings_.interface;
     else if (!settings_.hostname.empty()) attr.hostname = settings_.hostname;
-    else if (!settings_.master_addr.empty()) attr.hostname = local_address_towards(settings_.master_addr);
+    else if (!settings_.master_addr.empty()) attr.hostname = ramjet::net::local_address_towards(settings_.master_addr);
     auto device = gloo::transport::tcp::CreateDevice(attr);
     auto context = std::make_shared<gloo::rendezvous::Context>(settings_.rank, settings_.world_size);
     context->setTimeout(settings_.timeout);

@@ -23,9 +23,11 @@ class Store;
 }
 }  // namespace gloo
 
-namespace ramjet_gloo {
-
+namespace ramjet::net {
 class TcpStoreServer;
+}  // namespace ramjet::net
+
+namespace ramjet_gloo {
 
 class GlooStrategy {
  public:
@@ -51,7 +53,7 @@ class GlooStrategy {
   void wait(uint64_t handle);
 
   Settings settings_;
-  std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<ramjet::net::TcpStoreServer> server_;
   std::unique_ptr<gloo::rendezvous::Store> store_;
   std::shared_ptr<gloo::Context> context_;
   // What a failure message needs, shared with the queue thread (which may outlive this object when stuck).

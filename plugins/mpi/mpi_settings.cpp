@@ -1,14 +1,6 @@
 #include "mpi_settings.hpp"
 
-#include <cstdio>
-
 namespace ramjet_mpi {
-
-std::string seconds_text(std::chrono::milliseconds duration) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g s", static_cast<double>(duration.count()) / 1000.0);
-  return text;
-}
 
 ramjet::Fields Settings::fields() {
   using ramjet::Field;

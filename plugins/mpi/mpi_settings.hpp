@@ -3,6 +3,7 @@
 #pragma once
 
 #include <ramjet/sdk.hpp>
+#include <ramjet/sdk/rendezvous.hpp>
 
 #include <chrono>
 #include <string>
@@ -17,11 +18,8 @@ struct Settings {
   static Settings read(const ramjet::Config& config);
 };
 
-// The same default as the gloo strategy's, for the same reason: long enough for a slow step and a checkpoint, short
-// enough that a stalled job is noticed while someone still watches it.
-inline constexpr double kDefaultTimeoutSeconds = 300;
-
-// "3 s", "2.5 s" for messages.
-std::string seconds_text(std::chrono::milliseconds duration);
+// The same default as every strategy's (ramjet/sdk/rendezvous.hpp), and the same way of writing seconds.
+using ramjet::net::kDefaultTimeoutSeconds;
+using ramjet::net::seconds_text;
 
 }  // namespace ramjet_mpi

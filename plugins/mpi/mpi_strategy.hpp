@@ -20,8 +20,8 @@ namespace ramjet_mpi {
 
 struct Comm;
 
-// A failure of a peer or of the transport, as the gloo strategy reports it (a runtime failure, exit 1).
-inline constexpr ramjet_status kPeerFailure = RAMJET_ERR_DEVICE;
+// A failure of a peer or of the transport, as every strategy reports it (a runtime failure, exit 1).
+using ramjet::net::kPeerFailure;
 
 class MpiStrategy {
  public:

@@ -32,6 +32,10 @@
 //   ramjet/sdk/graph_ir.hpp          ramjet::ir::parse_graph, the graph IR a backend compiles, read and checked
 //   ramjet/sdk/optimizer_options.hpp the "optimizer" compile option: Keras's optimizers, judged and read alike
 //   ramjet/sdk/collective_queue.hpp  ramjet::CollectiveQueue, a strategy's collectives on one thread, in issue order
+//   ramjet/sdk/rendezvous.hpp        a strategy's rank, world size, store address and timeout (manifest or env://)
+//   ramjet/sdk/socket_io.hpp         blocking sockets for a rendezvous (POSIX)
+//   ramjet/sdk/tcp_store.hpp         the key-value store rank 0 serves for a rendezvous
+//   ramjet/sdk/cuda_driver.hpp       whether an NVIDIA driver is installed, for GPU plugins' "no CUDA device"
 //   ramjet/sdk/vocabulary.hpp        ramjet::Vocabulary, character- or byte-level token IDs in a tokenizer.json
 //   ramjet/sdk/plugin.hpp            RAMJET_PLUGIN, the entry point
 #ifndef RAMJET_SDK_HPP
@@ -82,6 +86,10 @@
 #include <ramjet/sdk/graph_ir.hpp>
 #include <ramjet/sdk/optimizer_options.hpp>
 #include <ramjet/sdk/collective_queue.hpp>
+#include <ramjet/sdk/rendezvous.hpp>
+#include <ramjet/sdk/socket_io.hpp>
+#include <ramjet/sdk/tcp_store.hpp>
+#include <ramjet/sdk/cuda_driver.hpp>
 #include <ramjet/sdk/vocabulary.hpp>
 
 #include <ramjet/sdk/plugin.hpp>

@@ -1,6 +1,11 @@
-#include "socket_io.hpp"
+// Small blocking-socket helpers for a strategy's rendezvous (tcp_store.hpp): whole reads and writes, connecting
+// with retries until a deadline, listening, and the local address a route to some host leaves from. POSIX only.
+#ifndef RAMJET_SDK_SOCKET_IO_HPP
+#define RAMJET_SDK_SOCKET_IO_HPP
 
+#include <ramjet/abi.h>
 #include <ramjet/sdk/error.hpp>
+#include <ramjet/sdk/rendezvous.hpp>
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -10,12 +15,49 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <cstddef>
 #include <cstring>
+#include <string>
 #include <thread>
 
-namespace ramjet_gloo {
+namespace ramjet::net {
 
-Socket& Socket::operator=(Socket&& other) noexcept {
+using Deadline = std::chrono::steady_clock::time_point;
+
+// An open file descriptor, closed once.
+class Socket {
+ public:
+  Socket() = default;
+  explicit Socket(int fd) : fd_(fd) {}
+  Socket(Socket&& other) noexcept : fd_(other.release()) {}
+  Socket& operator=(Socket&& other) noexcept;
+  ~Socket();
+  int fd() const { return fd_; }
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+  explicit operator bool() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+// False when the peer closed the connection or the socket failed.
+bool write_all(int fd, const void* data, size_t size);
+bool read_all(int fd, void* data, size_t size);
+// Connects to host:port, retrying (the server may not listen yet) until `deadline`. Throws ramjet::Error with
+// `what` and the last reason on failure.
+Socket connect_until(const std::string& host, int port, Deadline deadline, const std::string& what);
+// Listens on every address at `port`. Throws ramjet::Error naming `what` when the port cannot be had.
+Socket listen_on(int port, const std::string& what);
+// The address of this machine's interface that traffic to `host` leaves from (a UDP connect sends nothing);
+// empty when `host` does not resolve or has no route.
+std::string local_address_towards(const std::string& host);
+
+inline Socket& Socket::operator=(Socket&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = other.release();
@@ -23,11 +65,11 @@ Socket& Socket::operator=(Socket&& other) noexcept {
   return *this;
 }
 
-Socket::~Socket() {
+inline Socket::~Socket() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-bool write_all(int fd, const void* data, size_t size) {
+inline bool write_all(int fd, const void* data, size_t size) {
   const char* p = static_cast<const char*>(data);
   while (size > 0) {
     const ssize_t n = ::send(fd, p, size, MSG_NOSIGNAL);
@@ -39,7 +81,7 @@ bool write_all(int fd, const void* data, size_t size) {
   return true;
 }
 
-bool read_all(int fd, void* data, size_t size) {
+inline bool read_all(int fd, void* data, size_t size) {
   char* p = static_cast<char*>(data);
   while (size > 0) {
     const ssize_t n = ::recv(fd, p, size, 0);
@@ -51,7 +93,7 @@ bool read_all(int fd, void* data, size_t size) {
   return true;
 }
 
-Socket connect_until(const std::string& host, int port, Deadline deadline, const std::string& what) {
+inline Socket connect_until(const std::string& host, int port, Deadline deadline, const std::string& what) {
   std::string reason = "no attempt";
   const std::string service = std::to_string(port);
   do {
@@ -81,7 +123,7 @@ Socket connect_until(const std::string& host, int port, Deadline deadline, const
   throw ramjet::Error(kPeerFailure, what + ": cannot connect to " + host + ":" + service + " (" + reason + ")");
 }
 
-Socket listen_on(int port, const std::string& what) {
+inline Socket listen_on(int port, const std::string& what) {
   Socket s(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
   bool v6 = static_cast<bool>(s);
   if (!v6) s = Socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -109,7 +151,7 @@ Socket listen_on(int port, const std::string& what) {
   return s;
 }
 
-std::string local_address_towards(const std::string& host) {
+inline std::string local_address_towards(const std::string& host) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_DGRAM;
@@ -132,4 +174,6 @@ std::string local_address_towards(const std::string& host) {
   return out;
 }
 
-}  // namespace ramjet_gloo
+}  // namespace ramjet::net
+
+#endif  // RAMJET_SDK_SOCKET_IO_HPP

@@ -1,0 +1,95 @@
+// The nccl strategy on the GPUs a machine has: its collectives on CPU tensors (through the GPU) and on device memory
+// (in place), and a world whose other rank never comes, which must end in an error naming the rank and the wait
+// within train.strategy.timeout_s — never a hang. One GPU is enough for all of it. Without a GPU every case skips
+// with the reason (a skip is never a pass: `./dev gpu-check` fails on one).
+#include "abi_status.hpp"
+#include "test_support.hpp"
+
+#include "ramjet/plugin/components.hpp"
+#include "ramjet/plugin/plugin_registry.hpp"
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <optional>
+#include <vector>
+
+namespace {
+
+using nlohmann::json;
+using ramjet::test::Status;
+
+class NcclStrategy : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+      cudaGetLastError();
+      GTEST_SKIP() << "no CUDA device: the nccl strategy needs a GPU";
+    }
+  }
+
+  // The strategy made from `config`, or its creation error.
+  Status create(const json& config) {
+    ramjet::core::CreateArgs args;
+    args.config = config;
+    args.where = "test#/train/strategy";
+    try {
+      strategy_.emplace(registry_.component(RAMJET_KIND_STRATEGY, "nccl"), args);
+      return {};
+    } catch (const std::exception& e) {
+      return {RAMJET_ERR_DEVICE, e.what()};
+    }
+  }
+  const ramjet_strategy_vtable& vt() const { return strategy_->table(); }
+  void* self() const { return strategy_->self(); }
+  Status all_reduce(DLTensor& t, ramjet_reduce_op op) {
+    const ramjet_collective_args args{sizeof(ramjet_collective_args), RAMJET_ABI_VERSION, op, 0, nullptr};
+    return ramjet::test::call([&](ramjet_error* e) { return vt().all_reduce(self(), &t, &args, e); });
+  }
+
+  ramjet::core::PluginRegistry registry_{ramjet::core::DiscoveryOptions{{ramjet::test::stock_plugin_dir()}, {}, {}}};
+  std::optional<ramjet::test::Instance<ramjet_strategy_vtable>> strategy_;
+};
+
+TEST_F(NcclStrategy, OneRankReducesCpuAndDeviceTensorsInPlace) {
+  const Status made = create({{"rank", 0}, {"world_size", 1}, {"timeout_s", 60}});
+  ASSERT_TRUE(made.ok()) << made.message;
+  std::vector<float> host{1.5f, -2.0f, 3.25f};
+  int64_t shape = 3;
+  DLTensor cpu{host.data(), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &shape, nullptr, 0};
+  for (ramjet_reduce_op op : {RAMJET_REDUCE_SUM, RAMJET_REDUCE_MEAN, RAMJET_REDUCE_MAX}) {
+    const Status s = all_reduce(cpu, op);
+    ASSERT_TRUE(s.ok()) << s.message;
+    EXPECT_EQ(host, (std::vector<float>{1.5f, -2.0f, 3.25f})) << "one rank's reduction is its own tensor";
+  }
+  float* device = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&device), sizeof(float) * 3), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(device, host.data(), sizeof(float) * 3, cudaMemcpyHostToDevice), cudaSuccess);
+  DLTensor gpu{device, {kDLCUDA, 0}, 1, {kDLFloat, 32, 1}, &shape, nullptr, 0};
+  const Status s = all_reduce(gpu, RAMJET_REDUCE_SUM);
+  EXPECT_TRUE(s.ok()) << s.message;
+  std::vector<float> back(3);
+  ASSERT_EQ(cudaMemcpy(back.data(), device, sizeof(float) * 3, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(back, host);
+  cudaFree(device);
+  const Status b = ramjet::test::call([&](ramjet_error* e) { return vt().barrier(self(), e); });
+  EXPECT_TRUE(b.ok()) << b.message;
+}
+
+// Rank 0 of two, alone: it serves the store and publishes the id, but rank 1 never joins, so building the
+// communicator cannot finish. It must fail within the timeout (plus a margin), naming the rank and what it waited
+// for.
+TEST_F(NcclStrategy, ARankThatNeverComesIsAnErrorWithinTheTimeoutNotAHang) {
+  const auto start = std::chrono::steady_clock::now();
+  const Status made = create({{"rank", 0}, {"world_size", 2}, {"master_addr", "127.0.0.1"}, {"master_port", 29731},
+                              {"timeout_s", 3}});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(made.ok());
+  EXPECT_NE(made.message.find("nccl strategy, rank 0"), std::string::npos) << made.message;
+  EXPECT_NE(made.message.find("building the communicator"), std::string::npos) << made.message;
+  EXPECT_LT(seconds, 20.0) << "the wait is limited by timeout_s";
+}
+
+}  // namespace
