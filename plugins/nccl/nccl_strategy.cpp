@@ -137,9 +137,12 @@ void NcclStrategy::wait(cudaStream_t stream, const std::string& what) {
     ncclResult_t state = ncclSuccess;
     const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
     if (r != ncclSuccess) state = r;
-    if (state != ncclSuccess && state != ncclInProgress)
-      abort_with(who() + ": " + what + " failed: " + ncclGetErrorString(state) + " (" + ncclGetLastError(comm_) +
-                 "); the communicator was aborted");
+    if (state != ncclSuccess && state != ncclInProgress) {
+      const char* detail = ncclGetLastError(comm_);
+      abort_with(who() + ": " + what + " failed: " + ncclGetErrorString(state) +
+                 (detail != nullptr && *detail != '\0' ? std::string(" (") + detail + ")" : std::string()) +
+                 "; the communicator was aborted");
+    }
     bool done = state == ncclSuccess;
     if (done && stream != nullptr) {
       const cudaError_t q = cudaStreamQuery(stream);

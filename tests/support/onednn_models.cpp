@@ -33,6 +33,29 @@ json small_cnn() {
       .classifier("fc");
 }
 
+std::vector<float> train_separable(Harness& h, int steps, int64_t batch, float learning_rate, std::mt19937& rng) {
+  std::vector<float> losses;
+  for (int step = 1; step <= steps; ++step) {
+    Example b = separable_batch(batch, {8, 8, 1}, rng), out;
+    const Status f = h.forward(b, out, true, static_cast<uint64_t>(step));
+    EXPECT_TRUE(f.ok()) << f.message;
+    if (!f.ok()) break;
+    losses.push_back(scalar(out, "loss"));
+    const Status g = h.backward();
+    const Status u = g.ok() ? h.update(step, learning_rate) : g;
+    EXPECT_TRUE(u.ok()) << u.message;
+    if (!u.ok()) break;
+  }
+  return losses;
+}
+
+void expect_loss_fell(const std::vector<float>& losses) {
+  ASSERT_GE(losses.size(), 6u);
+  const size_t n = losses.size();
+  const double first = (losses[0] + losses[1] + losses[2]) / 3, last = (losses[n - 3] + losses[n - 2] + losses[n - 1]) / 3;
+  EXPECT_LT(last, 0.4 * first) << "loss went from " << first << " to " << last;
+}
+
 void expect_near_all(const std::vector<float>& got, const std::vector<float>& want, double tol, const char* what) {
   ASSERT_EQ(got.size(), want.size()) << what;
   size_t bad = 0;

@@ -15,21 +15,9 @@ class Pool : public Layer {
   Pool(const NodeSpec& node, LayerBuilder& b, dnnl::algorithm algorithm, bool global) {
     if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, node.op + " takes one input");
     b.require_rank(3, "an image [H, W, C]");
-    const Shape& in = b.input(0).shape;
-    const int64_t H = in[0], W = in[1], C = in[2], N = b.batch();
-    std::vector<int64_t> k{H, W}, s{1, 1}, pad{0, 0, 0, 0};
-    if (!global) {
-      k = node.attr_ints("pool", 2);
-      s = node.attr_ints("strides", 2, k);  // Keras: strides default to the pool size
-      pad = node.attr_ints("padding", 4, {0, 0, 0, 0});
-      if (k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 || *std::min_element(pad.begin(), pad.end()) < 0)
-        node.fail(RAMJET_ERR_INVALID_ARGUMENT, "pool and strides must be >= 1, padding >= 0");
-      if (pad[0] >= k[0] || pad[1] >= k[0] || pad[2] >= k[1] || pad[3] >= k[1])
-        node.fail(RAMJET_ERR_INVALID_ARGUMENT, "padding must be smaller than the pool window");
-      if (H + pad[0] + pad[1] < k[0] || W + pad[2] + pad[3] < k[1])
-        node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the pool window is larger than the padded input " + shape_string(in));
-    }
-    const int64_t OH = (H + pad[0] + pad[1] - k[0]) / s[0] + 1, OW = (W + pad[2] + pad[3] - k[1]) / s[1] + 1;
+    const ramjet::ir::PoolGeometry g = ramjet::ir::pool_geometry(node, b.input(0).shape, global);
+    const int64_t C = g.C, N = b.batch(), OH = g.OH, OW = g.OW;
+    const auto &k = g.kernel, &s = g.strides, &pad = g.padding;
     b.check_shape(global ? Shape{C} : Shape{OH, OW, C});
     out_ = &b.output();
 

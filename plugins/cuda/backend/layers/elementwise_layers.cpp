@@ -4,6 +4,7 @@
 #include "activation.hpp"
 #include "cuda_check.hpp"
 #include "dropout.hpp"
+#include "own_activation.hpp"
 
 namespace cuda_plugin {
 namespace {
@@ -18,14 +19,9 @@ class ActivationLayer : public Layer {
   ActivationLayer(const NodeSpec& node, Build& b)
       : device_(b.device), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output) {
     b.check_output(node, b.only_input(node, 0, "one tensor"));
-    const std::string name = node.attr_string("activation", "linear");
-    try {
-      kind_ = activation_named(name);
-    } catch (const ramjet::Error& e) {
-      node.fail(e.status(), e.what());
-    }
-    if (kind_ == Activation::elu) alpha_ = static_cast<float>(node.attr_number("alpha", 1.0));
-    if (kind_ == Activation::leaky_relu) alpha_ = static_cast<float>(node.attr_number("negative_slope", 0.2));
+    const ActivationChoice choice = activation_of(node);
+    kind_ = choice.kind;
+    alpha_ = choice.alpha;
   }
   void forward(const Pass&) override {
     activation_forward(kind_, alpha_, in_.data.get(), out_.data.get(), out_.elements, dtype_, device_.stream());

@@ -4,16 +4,23 @@
 
 namespace cuda_plugin {
 
-OwnActivation::OwnActivation(const NodeSpec& node, Build& b, bool can_fuse_relu)
-    : dtype_(b.dtype), elements_(b.output.elements) {
-  const std::string name = node.attr_string("activation", "linear");
+ActivationChoice activation_of(const NodeSpec& node) {
+  ActivationChoice c;
   try {
-    kind_ = activation_named(name);
+    c.kind = activation_named(node.attr_string("activation", "linear"));
   } catch (const ramjet::Error& e) {
     node.fail(e.status(), e.what());
   }
-  if (kind_ == Activation::elu) alpha_ = static_cast<float>(node.attr_number("alpha", 1.0));
-  if (kind_ == Activation::leaky_relu) alpha_ = static_cast<float>(node.attr_number("negative_slope", 0.2));
+  if (c.kind == Activation::elu) c.alpha = static_cast<float>(node.attr_number("alpha", 1.0));
+  if (c.kind == Activation::leaky_relu) c.alpha = static_cast<float>(node.attr_number("negative_slope", 0.2));
+  return c;
+}
+
+OwnActivation::OwnActivation(const NodeSpec& node, Build& b, bool can_fuse_relu)
+    : dtype_(b.dtype), elements_(b.output.elements) {
+  const ActivationChoice choice = activation_of(node);
+  kind_ = choice.kind;
+  alpha_ = choice.alpha;
   fused_relu_ = kind_ == Activation::relu && can_fuse_relu;
   if (separate()) pre_ = b.buffer(elements_, "layer " + node.name + " pre-activation");
   if (kind_ != Activation::linear && b.backward) dpre_ = b.buffer(elements_, "layer " + node.name + " pre-activation gradient");

@@ -8,6 +8,13 @@
 
 namespace cuda_plugin {
 
+// A node's "activation" attribute and its parameter (elu's alpha, leaky_relu's negative_slope), Keras's defaults.
+struct ActivationChoice {
+  Activation kind = Activation::linear;
+  float alpha = 0.0f;
+};
+ActivationChoice activation_of(const NodeSpec& node);
+
 class OwnActivation {
  public:
   // `can_fuse_relu`: the layer's product can end in relu itself (a dense layer with a bias).

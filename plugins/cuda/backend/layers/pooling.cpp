@@ -12,24 +12,13 @@ class Pooling : public Layer {
       : device_(b.device), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output) {
     if (global && b.inputs.size() == 1 && b.inputs[0]->shape.size() == 2)
       node.fail(RAMJET_ERR_UNSUPPORTED, "the cuda backend pools images [H, W, C] only, not sequences [T, C]");
-    const Shape& in = b.only_input(node, 3, "an image [H, W, C]");
-    const int64_t H = in[0], W = in[1], C = in[2];
-    std::vector<int64_t> k{H, W}, s{1, 1}, pad{0, 0, 0, 0};
-    if (!global) {
-      k = node.attr_ints("pool", 2);
-      s = node.attr_ints("strides", 2, k);  // Keras: strides default to the pool size
-      pad = node.attr_ints("padding", 4, {0, 0, 0, 0});
-    }
-    if (k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 || *std::min_element(pad.begin(), pad.end()) < 0)
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "pool and strides must be >= 1, padding >= 0");
-    if (pad[0] >= k[0] || pad[1] >= k[0] || pad[2] >= k[1] || pad[3] >= k[1])
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "padding must be smaller than the pool window");
+    const ramjet::ir::PoolGeometry g =
+        ramjet::ir::pool_geometry(node, b.only_input(node, 3, "an image [H, W, C]"), global);
+    const auto &k = g.kernel, &s = g.strides, &pad = g.padding;
     if (pad[0] != pad[1] || pad[2] != pad[3])
       node.fail(RAMJET_ERR_UNSUPPORTED, "cuDNN pads both sides alike; this padding [top, bottom, left, right] is uneven");
-    if (H + pad[0] + pad[1] < k[0] || W + pad[2] + pad[3] < k[1])
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the pool window is larger than the padded input");
-    const int64_t OH = (H + pad[0] + pad[1] - k[0]) / s[0] + 1, OW = (W + pad[2] + pad[3] - k[1]) / s[1] + 1;
-    b.check_output(node, global ? Shape{C} : Shape{OH, OW, C});
+    const int64_t H = g.H, W = g.W, C = g.C;
+    b.check_output(node, global ? Shape{C} : Shape{g.OH, g.OW, C});
     auto i = [](int64_t v) { return static_cast<int>(v); };
     const PoolingShape shape{i(b.batch), i(H), i(W), i(C), i(k[0]), i(k[1]), i(s[0]), i(s[1]), i(pad[0]), i(pad[2])};
     products_ = std::make_unique<PoolingProducts>(device_.dnn(), node.name, kind, shape,

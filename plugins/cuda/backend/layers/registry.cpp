@@ -39,17 +39,9 @@ constexpr std::pair<std::string_view, LayerFactory> kLayers[] = {
 
 }  // namespace
 
-LayerFactory find_layer(std::string_view op) {
-  for (const auto& [name, factory] : kLayers)
-    if (name == op) return factory;
-  return nullptr;
-}
+LayerFactory find_layer(std::string_view op) { return ramjet::ir::find_op(kLayers, op); }
 
-std::vector<std::string> supported_ops() {
-  std::vector<std::string> ops;
-  for (const auto& [name, factory] : kLayers) ops.emplace_back(name);
-  return ops;
-}
+std::vector<std::string> supported_ops() { return ramjet::ir::op_names(kLayers); }
 
 const Shape& Build::only_input(const NodeSpec& node, size_t rank, const char* what) const {
   if (inputs.size() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, node.op + " takes one input");

@@ -18,6 +18,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ramjet::ir {
@@ -79,6 +81,28 @@ struct NodeSpec {
 };
 
 ConvGeometry conv_geometry(const NodeSpec& node, const Shape& input);
+
+// A pooling node's window on its input [H, W, C]: Keras's pool size, strides (the pool size when absent) and
+// padding (top, bottom, left, right), checked; `global`: the whole image. OH, OW: the output's size.
+struct PoolGeometry {
+  int64_t H = 0, W = 0, C = 0, OH = 1, OW = 1;
+  std::vector<int64_t> kernel, strides{1, 1}, padding{0, 0, 0, 0};
+};
+PoolGeometry pool_geometry(const NodeSpec& node, const Shape& input, bool global);
+
+// A backend's table of ops (name → the factory of its layer): the factory of `op`, or a null one; the names.
+template <class Factory, size_t N>
+Factory find_op(const std::pair<std::string_view, Factory> (&table)[N], std::string_view op) {
+  for (const auto& [name, factory] : table)
+    if (name == op) return factory;
+  return Factory{};
+}
+template <class Factory, size_t N>
+std::vector<std::string> op_names(const std::pair<std::string_view, Factory> (&table)[N]) {
+  std::vector<std::string> names;
+  for (const auto& entry : table) names.emplace_back(entry.first);
+  return names;
+}
 // A conv1d node's, as the same convolution on its sequence [T, C] seen as a one-row image [1, T, C].
 ConvGeometry conv1d_geometry(const NodeSpec& node, const Shape& input);
 
@@ -204,6 +228,27 @@ inline ConvGeometry conv1d_geometry(const NodeSpec& node, const Shape& input) {
   image.attrs["dilation"] = {1, node.attr_int("dilation", 1)};
   image.attrs["padding"] = {0, 0, pad[0], pad[1]};
   return conv_geometry(image, {1, input[0], input[1]});
+}
+
+inline PoolGeometry pool_geometry(const NodeSpec& node, const Shape& input, bool global) {
+  if (input.size() != 3)
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, node.op + " needs an image [H, W, C] input, got " + shape_string(input));
+  PoolGeometry g;
+  g.H = input[0], g.W = input[1], g.C = input[2];
+  g.kernel = {g.H, g.W};
+  if (global) return g;
+  const auto& k = g.kernel = node.attr_ints("pool", 2);
+  const auto& s = g.strides = node.attr_ints("strides", 2, k);  // Keras: strides default to the pool size
+  const auto& pad = g.padding = node.attr_ints("padding", 4, {0, 0, 0, 0});
+  if (k[0] < 1 || k[1] < 1 || s[0] < 1 || s[1] < 1 || *std::min_element(pad.begin(), pad.end()) < 0)
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "pool and strides must be >= 1, padding >= 0");
+  if (pad[0] >= k[0] || pad[1] >= k[0] || pad[2] >= k[1] || pad[3] >= k[1])
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "padding must be smaller than the pool window");
+  if (g.H + pad[0] + pad[1] < k[0] || g.W + pad[2] + pad[3] < k[1])
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the pool window is larger than the padded input " + shape_string(input));
+  g.OH = (g.H + pad[0] + pad[1] - k[0]) / s[0] + 1;
+  g.OW = (g.W + pad[2] + pad[3] - k[1]) / s[1] + 1;
+  return g;
 }
 
 inline Shape NodeSpec::reshape_target(const Shape& input) const {
