@@ -65,6 +65,17 @@ class Layer {
   virtual std::vector<Parameter*> parameters() const { return {}; }
 };
 
+// A layer with one input: the device, the compute dtype and the two values it joins, taken from the build.
+class OneInputLayer : public Layer {
+ protected:
+  explicit OneInputLayer(Build& b) : device_(b.device), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output) {}
+
+  Device& device_;
+  cudaDataType_t dtype_;
+  Value& in_;
+  Value& out_;
+};
+
 // Where a layer writes its part of `v`'s gradient, and, after it is written, the part added in (a value read by
 // several layers collects theirs). Both enqueue on `device`'s stream.
 void* gradient_slot(Value& v, Device& device, cudaDataType_t dtype, const std::string& purpose);

@@ -7,10 +7,10 @@
 namespace cuda_plugin {
 namespace {
 
-class BatchNorm : public Layer {
+class BatchNorm : public OneInputLayer {
  public:
   BatchNorm(const NodeSpec& node, Build& b)
-      : device_(b.device), params_(b.params), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output) {
+      : OneInputLayer(b), params_(b.params) {
     const Shape& shape = b.only_input(node, 0, "a vector [C] or an image [H, W, C]");
     if (shape.size() != 1 && shape.size() != 3)
       node.fail(RAMJET_ERR_UNSUPPORTED, "batch_norm of a rank-" + std::to_string(shape.size()) +
@@ -56,11 +56,7 @@ class BatchNorm : public Layer {
  private:
   static float* f(Parameter* p) { return p->value.as<float>(); }
 
-  Device& device_;
   Parameters& params_;
-  cudaDataType_t dtype_;
-  Value& in_;
-  Value& out_;
   BatchNormShape shape_{};
   float momentum_ = 0.99f;
   Parameter* gamma_ = nullptr;

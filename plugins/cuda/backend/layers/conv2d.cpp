@@ -32,10 +32,10 @@ ConvolutionShape shape_of(const ramjet::ir::ConvGeometry& g, int64_t batch) {
           i(g.strides[1]), i(p[0]), i(p[2])};
 }
 
-class Conv2d : public Layer {
+class Conv2d : public OneInputLayer {
  public:
   Conv2d(const NodeSpec& node, Build& b)
-      : device_(b.device), params_(b.params), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output),
+      : OneInputLayer(b), params_(b.params),
         geometry_(geometry_of(node, b)), shape_(shape_of(geometry_, b.batch)),
         kernel_(&b.params.get(node.param("kernel"))),
         bias_(node.attr_bool("use_bias", true) ? &b.params.get(node.param("bias")) : nullptr), act_(node, b, false) {
@@ -85,11 +85,7 @@ class Conv2d : public Layer {
  private:
   const void* input() const { return padded_.bytes() ? padded_.get() : in_.data.get(); }
 
-  Device& device_;
   Parameters& params_;
-  cudaDataType_t dtype_;
-  Value& in_;
-  Value& out_;
   ramjet::ir::ConvGeometry geometry_;
   ConvolutionShape shape_;
   Parameter* kernel_;

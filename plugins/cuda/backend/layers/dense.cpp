@@ -7,10 +7,10 @@
 namespace cuda_plugin {
 namespace {
 
-class Dense : public Layer {
+class Dense : public OneInputLayer {
  public:
   Dense(const NodeSpec& node, Build& b)
-      : device_(b.device), params_(b.params), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output),
+      : OneInputLayer(b), params_(b.params),
         kernel_(&b.params.get(node.param("kernel"))),
         bias_(node.attr_bool("use_bias", true) ? &b.params.get(node.param("bias")) : nullptr),
         act_(node, b, bias_ != nullptr) {
@@ -57,11 +57,7 @@ class Dense : public Layer {
   }
 
  private:
-  Device& device_;
   Parameters& params_;
-  cudaDataType_t dtype_;
-  Value& in_;
-  Value& out_;
   Parameter* kernel_;
   Parameter* bias_;
   OwnActivation act_;

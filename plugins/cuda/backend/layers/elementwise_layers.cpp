@@ -14,10 +14,10 @@ void copy(void* dst, const void* src, size_t bytes, Device& device, const char* 
 }
 
 // activation: one of activation.hpp's, with Keras's attributes (elu's alpha, leaky_relu's negative_slope).
-class ActivationLayer : public Layer {
+class ActivationLayer : public OneInputLayer {
  public:
   ActivationLayer(const NodeSpec& node, Build& b)
-      : device_(b.device), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output) {
+      : OneInputLayer(b) {
     b.check_output(node, b.only_input(node, 0, "one tensor"));
     const ActivationChoice choice = activation_of(node);
     kind_ = choice.kind;
@@ -35,21 +35,16 @@ class ActivationLayer : public Layer {
   }
 
  private:
-  Device& device_;
-  cudaDataType_t dtype_;
-  Value& in_;
-  Value& out_;
   Activation kind_ = Activation::linear;
   float alpha_ = 0.0f;
 };
 
 // dropout: identity outside training. The mask is a function of (the step's seed, this node, the element), so the
 // backward recomputes it.
-class Dropout : public Layer {
+class Dropout : public OneInputLayer {
  public:
   Dropout(const NodeSpec& node, Build& b)
-      : device_(b.device), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output),
-        salt_(0x9E3779B97F4A7C15ull * (node.index + 1)) {
+      : OneInputLayer(b), salt_(0x9E3779B97F4A7C15ull * (node.index + 1)) {
     b.check_output(node, b.only_input(node, 0, "one tensor"));
     rate_ = static_cast<float>(node.attr_number("rate", 0.0));
     if (!(rate_ >= 0.0f && rate_ < 1.0f)) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "rate must be in [0, 1)");
@@ -71,10 +66,6 @@ class Dropout : public Layer {
   }
 
  private:
-  Device& device_;
-  cudaDataType_t dtype_;
-  Value& in_;
-  Value& out_;
   uint64_t salt_;
   float rate_ = 0.0f;
   bool masked_ = false;
@@ -115,9 +106,9 @@ class Add : public Layer {
 };
 
 // flatten and reshape: the same elements under another per-example shape (a copy: values keep their own buffers).
-class Reshape : public Layer {
+class Reshape : public OneInputLayer {
  public:
-  Reshape(const NodeSpec& node, Build& b) : device_(b.device), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output) {
+  Reshape(const NodeSpec& node, Build& b) : OneInputLayer(b) {
     b.check_output(node, node.reshape_target(b.only_input(node, 0, "one tensor")));
   }
   void forward(const Pass&) override { copy(out_.data.get(), in_.data.get(), out_.data.bytes(), device_, "reshape"); }
@@ -127,12 +118,6 @@ class Reshape : public Layer {
          "reshape gradient");
     gradient_written(in_, device_, dtype_);
   }
-
- private:
-  Device& device_;
-  cudaDataType_t dtype_;
-  Value& in_;
-  Value& out_;
 };
 
 }  // namespace

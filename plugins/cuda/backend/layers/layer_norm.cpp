@@ -6,10 +6,10 @@
 namespace cuda_plugin {
 namespace {
 
-class LayerNorm : public Layer {
+class LayerNorm : public OneInputLayer {
  public:
   LayerNorm(const NodeSpec& node, Build& b)
-      : device_(b.device), params_(b.params), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output) {
+      : OneInputLayer(b), params_(b.params) {
     const Shape& in = b.only_input(node, 0, "a tensor whose last axis is normalised");
     b.check_output(node, in);
     features_ = in.back();
@@ -47,11 +47,7 @@ class LayerNorm : public Layer {
     return unused_.get();
   }
 
-  Device& device_;
   Parameters& params_;
-  cudaDataType_t dtype_;
-  Value& in_;
-  Value& out_;
   Parameter* gamma_ = nullptr;
   Parameter* beta_ = nullptr;
   int64_t rows_ = 0, features_ = 0;

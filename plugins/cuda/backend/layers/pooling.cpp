@@ -6,10 +6,10 @@
 namespace cuda_plugin {
 namespace {
 
-class Pooling : public Layer {
+class Pooling : public OneInputLayer {
  public:
   Pooling(const NodeSpec& node, Build& b, PoolingProducts::Kind kind, bool global)
-      : device_(b.device), dtype_(b.dtype), in_(*b.inputs.at(0)), out_(b.output) {
+      : OneInputLayer(b) {
     if (global && b.inputs.size() == 1 && b.inputs[0]->shape.size() == 2)
       node.fail(RAMJET_ERR_UNSUPPORTED, "the cuda backend pools images [H, W, C] only, not sequences [T, C]");
     const ramjet::ir::PoolGeometry g =
@@ -35,10 +35,6 @@ class Pooling : public Layer {
   }
 
  private:
-  Device& device_;
-  cudaDataType_t dtype_;
-  Value& in_;
-  Value& out_;
   std::unique_ptr<PoolingProducts> products_;
 };
 
