@@ -35,7 +35,7 @@ __global__ void statistics_kernel(const T* x, float* mean, float* rstd, float* m
   if (threadIdx.x == 0) {
     const float var = total_squares / static_cast<float>(s.rows);
     mean[c] = m;
-    rstd[c] = rsqrtf(var + s.epsilon);
+    rstd[c] = 1.0f / sqrtf(var + s.epsilon);  // rounded correctly, unlike rsqrtf: the cpu backend's figure
     moving_mean[c] = momentum * moving_mean[c] + (1.0f - momentum) * m;
     moving_variance[c] = momentum * moving_variance[c] + (1.0f - momentum) * var;
   }
@@ -49,7 +49,7 @@ __global__ void normalize_kernel(const T* x, const float* gamma, const float* be
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t c = i % s.channels;
-    const float r = variance != nullptr ? rsqrtf(variance[c] + s.epsilon) : rstd[c];
+    const float r = variance != nullptr ? 1.0f / sqrtf(variance[c] + s.epsilon) : rstd[c];
     store(y, i, (load(x, i) - mean[c]) * r * gamma[c] + beta[c]);
   }
 }

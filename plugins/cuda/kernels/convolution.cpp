@@ -17,18 +17,37 @@ void check_cudnn(cudnnStatus_t status, const char* call, const std::string& laye
 
 namespace {
 
-// The first of cuDNN's ranked algorithms that succeeded, fits the workspace limit and is deterministic (some
-// backward algorithms sum with atomics, so their results change in the last bits from run to run); a
-// nondeterministic one only when no deterministic one fits.
+// Whether an algorithm computes the plain sum of products. The FFT and Winograd ones transform the operands first and
+// lose float32 digits doing it, as TF32 would; float32 is promised as float32 (FMA math, below), so it takes them only
+// when nothing else fits. (On the H100 the heuristics ranked implicit GEMM first for every shape we ran anyway.)
+bool exact(cudnnConvolutionFwdAlgo_t a) {
+  return a != CUDNN_CONVOLUTION_FWD_ALGO_FFT && a != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD && a != CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+}
+bool exact(cudnnConvolutionBwdDataAlgo_t a) {
+  return a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD && a != CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED;
+}
+bool exact(cudnnConvolutionBwdFilterAlgo_t a) {
+  return a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT && a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING &&
+         a != CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+}
+
+// The first of cuDNN's ranked algorithms that succeeded, fits the workspace limit, is deterministic (some backward
+// algorithms sum with atomics, so their results change in the last bits from run to run) and, when `want_exact`,
+// exact; failing that the first deterministic one, then the first that fits at all.
 template <class Perf>
-const Perf* first_fitting(const Perf* perf, int count, size_t limit) {
-  const Perf* fallback = nullptr;
+const Perf* first_fitting(const Perf* perf, int count, size_t limit, bool want_exact) {
+  const Perf* deterministic = nullptr;
+  const Perf* any = nullptr;
   for (int i = 0; i < count; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > limit) continue;
-    if (perf[i].determinism == CUDNN_DETERMINISTIC) return &perf[i];
-    if (fallback == nullptr) fallback = &perf[i];
+    if (any == nullptr) any = &perf[i];
+    if (perf[i].determinism != CUDNN_DETERMINISTIC) continue;
+    if (!want_exact || exact(perf[i].algo)) return &perf[i];
+    if (deterministic == nullptr) deterministic = &perf[i];
   }
-  return fallback;
+  return deterministic != nullptr ? deterministic : any;
 }
 
 }  // namespace
@@ -68,19 +87,20 @@ ConvolutionProducts::ConvolutionProducts(cudnnHandle_t handle, std::string layer
     fail("cudnnSetTensor4dDescriptor(bias)", st);
 
   constexpr int kWanted = 8;
+  const bool exact_only = dtype == CUDNN_DATA_FLOAT;
   int found = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[kWanted];
   if ((st = cudnnGetConvolutionForwardAlgorithm_v7(handle_, x_, w_, conv_, y_, kWanted, &found, fwd)))
     fail("cudnnGetConvolutionForwardAlgorithm_v7", st);
-  const auto* f = first_fitting(fwd, found, workspace_limit);
+  const auto* f = first_fitting(fwd, found, workspace_limit, exact_only);
   cudnnConvolutionBwdDataAlgoPerf_t bwd_data[kWanted];
   if ((st = cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, w_, y_, conv_, x_, kWanted, &found, bwd_data)))
     fail("cudnnGetConvolutionBackwardDataAlgorithm_v7", st);
-  const auto* d = first_fitting(bwd_data, found, workspace_limit);
+  const auto* d = first_fitting(bwd_data, found, workspace_limit, exact_only);
   cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter[kWanted];
   if ((st = cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, x_, y_, conv_, w_, kWanted, &found, bwd_filter)))
     fail("cudnnGetConvolutionBackwardFilterAlgorithm_v7", st);
-  const auto* g = first_fitting(bwd_filter, found, workspace_limit);
+  const auto* g = first_fitting(bwd_filter, found, workspace_limit, exact_only);
   if (f == nullptr || d == nullptr || g == nullptr) {
     release();
     throw ramjet::Error(RAMJET_ERR_UNSUPPORTED, "conv2d (layer " + layer_ + "): cuDNN has no " +

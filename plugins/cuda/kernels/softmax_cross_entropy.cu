@@ -60,7 +60,7 @@ __global__ void row_kernel(const T* logits, const int32_t* labels, T* gradient, 
   if (threadIdx.x == 0) shared_top = top.value, shared_best = top.key, shared_sum = total_x;
   __syncthreads();
   float sum = 0.0f;
-  for (int64_t j = threadIdx.x; j < classes; j += kThreads) sum += __expf(load(x, j) - shared_top);
+  for (int64_t j = threadIdx.x; j < classes; j += kThreads) sum += expf(load(x, j) - shared_top);
   const float total = Reduce(storage).Sum(sum);
   if (threadIdx.x == 0) shared_lse = shared_top + logf(total);
   __syncthreads();
@@ -82,7 +82,7 @@ __global__ void row_kernel(const T* logits, const int32_t* labels, T* gradient, 
   const float floor_target = smoothing / static_cast<float>(classes);
   T* g = gradient + row * classes;
   for (int64_t j = threadIdx.x; j < classes; j += kThreads) {
-    const float p = __expf(load(x, j) - lse);
+    const float p = expf(load(x, j) - lse);  // not __expf: its error shows in finite differences
     const float target = floor_target + (j == label ? 1.0f - smoothing : 0.0f);
     store(g, j, (p - target) * factor);
   }
