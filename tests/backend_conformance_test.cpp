@@ -144,7 +144,13 @@ TEST_P(Conformance, BatchNormGradientsMatchFiniteDifferences) {
                    .node("pool", "global_avg_pool", {"relu"}, {4})
                    .dense("out", "pool", 4, 3)
                    .classifier("out");
-  expect_gradients_match(image, batch_of({5, 5, 2}, 4, 3, 8), 4, check());
+  // After the batch mean cancels, the conv kernel's gradient is small beside the float32 loss's rounding, which a
+  // central difference divides by its step: at the default step the error measured 0.009 on the cpu and 0.016 on an
+  // H100 (falling as 1 / step, so rounding, not a wrong gradient: the cuda gradients match the cpu's to 1e-4, see
+  // DeviceMatchesCpu); at 7e-3 it is 0.003 on the cpu, and every other tensor stays under that.
+  GradCheck wide = check();
+  wide.eps = 7e-3;
+  expect_gradients_match(image, batch_of({5, 5, 2}, 4, 3, 8), 4, wide);
   json vector = Ir().input("x", {6}).dense("d1", "x", 6, 5, "linear", false).batch_norm("bn", "d1", {5}).dense("d2", "bn", 5, 3).classifier("d2");
   expect_gradients_match(vector, batch_of({6}, 6, 3, 9), 6, check());
 }
@@ -322,6 +328,7 @@ TEST_P(DeviceMatchesCpu, BatchNormTrainsAndInfersAlike) {
     if (e.name.find("moving_variance") != std::string::npos)
       for (float& v : std::span(static_cast<float*>(e.tensor->dl_tensor.data), 4)) v = std::fabs(v) + 0.5f;
   Harness cpu(kOneThread, "cpu"), device(kOneThread, backend());
+  Example first_gradients[2];
   for (Harness* h : {&cpu, &device}) {
     ASSERT_TRUE(h->compile(g, options_with(8, {{"type", "sgd"}, {"momentum", 0.9}})).ok());
     ASSERT_TRUE(h->set_state("parameters", params).ok());
@@ -330,9 +337,13 @@ TEST_P(DeviceMatchesCpu, BatchNormTrainsAndInfersAlike) {
       const Status f = h->forward(batch, out, true);
       ASSERT_TRUE(f.ok()) << f.message;
       ASSERT_TRUE(h->backward().ok());
+      if (step == 1) first_gradients[h == &device] = h->state("gradients");
       ASSERT_TRUE(h->update(step, 0.05f).ok());
     }
   }
+  // The gradients through the batch statistics, which a conv kernel's depend on after the mean cancels.
+  for (const auto& e : first_gradients[0].entries)
+    EXPECT_LT(distance(values(first_gradients[1], e.name), values(first_gradients[0], e.name)), 1e-4) << e.name;
   Example wa = cpu.state("parameters"), wb = device.state("parameters");
   for (const auto& e : wa.entries) expect_near_all(values(wb, e.name), values(wa, e.name), 1e-4, e.name.c_str());
   Example batch = batch_of({6, 6, 2}, 8, 3, 40), a, b;
