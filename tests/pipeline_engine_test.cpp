@@ -253,6 +253,24 @@ TEST_F(PipelineEngine, FileCachePersistsAcrossRunsAndInvalidatesWhenUpstreamChan
   EXPECT_NE(out, expected);
 }
 
+// A source that names its files by a pattern: a file that newly matches (or a matched one that changes) makes the
+// cache stale, so the next run reads the files again instead of serving the old elements.
+TEST_F(PipelineEngine, FileCacheInvalidatesWhenAPatternMatchesOtherFiles) {
+  for (const char* f : {"1", "2"}) write_file(dir / "files" / f, "");
+  const nlohmann::json spec = {{"source", {{"type", "c_stream"}, {"count", 2}, {"files", "files/*"}}},
+                               {"interleave", {{"cycle_length", 2}}},
+                               {"cache", "train.rjcache"},
+                               {"batch", 100}};
+  EXPECT_EQ(flatten(all_values(spec)), (std::multiset<float>{1000, 1001, 2000, 2001}));
+  EXPECT_TRUE(open(spec)->report()["cache"]["reused"].get<bool>()) << "nothing changed: the cache serves";
+  write_file(dir / "files" / "3", "");
+  auto p = open(spec);
+  EXPECT_FALSE(p->report()["cache"]["reused"].get<bool>()) << "files/3 now matches files/*";
+  std::vector<std::vector<float>> batches;
+  while (auto b = p->next_batch()) batches.push_back(values_of(*b));
+  EXPECT_EQ(flatten(batches), (std::multiset<float>{1000, 1001, 2000, 2001, 3000, 3001}));
+}
+
 TEST_F(PipelineEngine, CorruptCacheFileIsRebuiltNotTrusted) {
   auto spec = augmenting();
   spec["cache"] = "train.rjcache";

@@ -1,5 +1,6 @@
 #include "ramjet/data/cache_fingerprint.hpp"
 
+#include <glob.h>
 #include <sys/stat.h>
 
 #include <string>
@@ -28,14 +29,27 @@ void add_file_state(Hasher& h, const std::filesystem::path& path) {
   h.add(static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000ull + static_cast<uint64_t>(st.st_mtim.tv_nsec));
 }
 
-// Strings in the configuration that name existing files or folders.
+// Every path a glob(3) pattern matches now, with each one's state: a file added, removed or changed under the
+// pattern changes the fingerprint (sources such as `text` and `tfrecord` take patterns).
+void add_pattern_matches(Hasher& h, const std::filesystem::path& pattern) {
+  glob_t g{};
+  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+    h.add(pattern.string());
+    for (size_t i = 0; i < g.gl_pathc; ++i) add_file_state(h, g.gl_pathv[i]);
+  }
+  ::globfree(&g);
+}
+
+// Strings in the configuration that name existing files or folders, or are patterns that match some.
 void add_named_files(Hasher& h, const nlohmann::json& value, const std::filesystem::path& base_dir) {
   if (value.is_string()) {
     std::filesystem::path p = value.get<std::string>();
     if (p.empty()) return;
     if (p.is_relative()) p = base_dir / p;
     std::error_code ec;
-    if (std::filesystem::is_regular_file(p, ec)) {
+    if (value.get<std::string>().find_first_of("*?[") != std::string::npos && !std::filesystem::exists(p, ec)) {
+      add_pattern_matches(h, p);
+    } else if (std::filesystem::is_regular_file(p, ec)) {
       add_file_state(h, p);
     } else if (std::filesystem::is_directory(p, ec)) {
       add_file_state(h, p);
