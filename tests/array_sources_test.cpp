@@ -192,6 +192,23 @@ TEST_F(ArraySourceTest, NpyRefusesHostileFilesNamingTheByteAndTheField) {
   refuse(npy_with_header("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (1,)}\n"), {"byte 44", "True or False"});
 }
 
+// Another process truncates the file after the source opened it: the examples past the new end are an error naming
+// the file and the byte, never a SIGBUS (a mapping of the file would fault on the pages it lost).
+TEST_F(ArraySourceTest, NpyFileTruncatedAfterOpeningIsAnErrorNotACrash) {
+  const std::string bytes = npy("|u1", "(3, 64, 64)", std::string(3 * 4096, '\x07'));
+  write_file(dir / "x.npy", bytes);
+  auto s = open("npy", {{"files", {{"image", "x.npy"}}}});
+  const size_t header = bytes.size() - 3 * 4096;
+  fs::resize_file(dir / "x.npy", header + 4096 + 100);
+  Example first;
+  s.get(0, first);
+  EXPECT_EQ(values_of<uint8_t>(first, "image"), std::vector<uint8_t>(4096, 7));
+  Example e;
+  const std::string end = "now ends at byte " + std::to_string(header + 4096 + 100);
+  expect_error([&] { s.get(1, e); }, {"x.npy", "byte " + std::to_string(header + 4096 + 100) + ":", end, "truncated"});
+  expect_error([&] { s.get(2, e); }, {"x.npy", "byte " + std::to_string(header + 2 * 4096) + ":", end, "truncated"});
+}
+
 TEST_F(ArraySourceTest, NpyFilesMustAgreeOnTheExampleCount) {
   write_file(dir / "x.npy", npy("<f4", "(3, 2)", raw<float>({1, 2, 3, 4, 5, 6})));
   write_file(dir / "y.npy", npy("<i4", "(2,)", raw<int32_t>({0, 1})));

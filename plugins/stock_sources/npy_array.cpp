@@ -1,14 +1,15 @@
 #include "npy_array.hpp"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace stock_sources {
 namespace {
@@ -17,31 +18,58 @@ namespace {
   throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, name + ": byte " + std::to_string(offset) + ": " + why);
 }
 
-NpyArray judge(const uint8_t* data, size_t size, const std::string& name, std::shared_ptr<const void> owner) {
-  NpyArray a;
-  a.name = name;
-  a.header = parse_npy_header(data, size, name);
-  const size_t end = a.header.data_offset + a.header.data_bytes;
-  if (a.header.data_bytes > size - a.header.data_offset)
-    corrupt(name, size, "truncated: the header declares " + std::to_string(a.header.data_bytes) +
-                            " bytes of values from byte " + std::to_string(a.header.data_offset) +
-                            " (to byte " + std::to_string(end) + "), but the data ends here");
+// The values' extent against the bytes there are: exactly data_offset + data_bytes.
+void judge_length(const NpyHeader& header, size_t size, const std::string& name) {
+  const size_t end = header.data_offset + header.data_bytes;
+  if (header.data_bytes > size - header.data_offset)
+    corrupt(name, size, "truncated: the header declares " + std::to_string(header.data_bytes) +
+                            " bytes of values from byte " + std::to_string(header.data_offset) + " (to byte " +
+                            std::to_string(end) + "), but the data ends here");
   if (size != end)
     corrupt(name, end, std::to_string(size - end) + " bytes follow the values the header declares (shape " +
-                           nlohmann::json(a.header.shape).dump() + ")");
-  a.values = data + a.header.data_offset;
-  a.owner = std::move(owner);
-  return a;
+                           nlohmann::json(header.shape).dump() + ")");
 }
+
+// numpy itself refuses headers over 10,000 bytes unless told otherwise; past this a header is an attack.
+constexpr size_t kLongestHeader = size_t{1} << 20;
 
 }  // namespace
 
+NpyFile::~NpyFile() { ::close(fd_); }
+
+void NpyFile::read(size_t offset, uint8_t* out, size_t count) const {
+  size_t done = 0;
+  while (done < count) {
+    const ssize_t got = ::pread(fd_, out + done, count - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw ramjet::Error(RAMJET_ERR_IO, name_ + ": byte " + std::to_string(offset + done) +
+                                                        ": cannot read: " + std::strerror(errno));
+    if (got == 0) {
+      struct stat st {};
+      const std::string now = fstat(fd_, &st) == 0 ? "now ends at byte " + std::to_string(st.st_size) : "ended";
+      corrupt(name_, offset + done, "cannot read: the file " + now + " but held " + std::to_string(size_) +
+                                        " bytes when it was opened: it was truncated or rewritten while being read");
+    }
+    done += static_cast<size_t>(got);
+  }
+}
+
 ramjet::Tensor NpyArray::example(int64_t index) const {
   ramjet::Tensor t = ramjet::Tensor::zeros(header.output, example_shape());
-  const uint8_t* src = values + static_cast<size_t>(index) * header.example_bytes;
+  const size_t at = static_cast<size_t>(index) * header.example_bytes;
   if (header.stored.bits == header.output.bits) {
-    if (header.example_bytes) std::memcpy(t.dl().data, src, header.example_bytes);
+    auto* out = static_cast<uint8_t*>(t.dl().data);
+    if (header.example_bytes == 0) return t;
+    if (file) file->read(header.data_offset + at, out, header.example_bytes);
+    else std::memcpy(out, values + at, header.example_bytes);
     return t;
+  }
+  std::vector<uint8_t> read_back;
+  const uint8_t* src = values + at;
+  if (file) {
+    read_back.resize(header.example_bytes);
+    file->read(header.data_offset + at, read_back.data(), header.example_bytes);
+    src = read_back.data();
   }
   const size_t n = header.example_bytes / 8;
   const auto refuse = [&](size_t i, const std::string& value, const char* type) {
@@ -69,7 +97,7 @@ ramjet::Tensor NpyArray::example(int64_t index) const {
   return t;
 }
 
-NpyArray map_npy(const std::filesystem::path& path) {
+NpyArray open_npy(const std::filesystem::path& path) {
   const std::string name = path.string();
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // O_NONBLOCK: a FIFO must not hang us
   if (fd < 0) throw ramjet::Error(RAMJET_ERR_IO, name + ": cannot open: " + std::strerror(errno));
@@ -79,21 +107,35 @@ NpyArray map_npy(const std::filesystem::path& path) {
     throw ramjet::Error(RAMJET_ERR_IO, name + ": not a regular file");
   }
   const auto size = static_cast<size_t>(st.st_size);
-  if (size == 0) {
-    ::close(fd);
-    corrupt(name, 0, "the file is empty (a .npy file starts with \\x93NUMPY)");
+  auto file = std::make_shared<const NpyFile>(fd, name, size);  // owns fd from here
+  if (size == 0) corrupt(name, 0, "the file is empty (a .npy file starts with \\x93NUMPY)");
+  std::vector<uint8_t> head(std::min<size_t>(size, 12));
+  file->read(0, head.data(), head.size());
+  const size_t header_end = npy_header_end(head.data(), head.size());
+  if (header_end > kLongestHeader && size > kLongestHeader)
+    corrupt(name, 8, "the header declares " + std::to_string(header_end) + " bytes; more than " +
+                         std::to_string(kLongestHeader) + " is refused (numpy writes a few hundred)");
+  if (header_end > head.size()) {
+    head.resize(std::min(size, header_end));
+    file->read(0, head.data(), head.size());
   }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int error = errno;
-  ::close(fd);  // the mapping keeps the file
-  if (map == MAP_FAILED) throw ramjet::Error(RAMJET_ERR_IO, name + ": cannot map: " + std::strerror(error));
-  std::shared_ptr<const void> owner(map, [size](const void* p) { ::munmap(const_cast<void*>(p), size); });
-  return judge(static_cast<const uint8_t*>(map), size, name, std::move(owner));
+  NpyArray a;
+  a.name = name;
+  a.header = parse_npy_header(head.data(), head.size(), name);
+  judge_length(a.header, size, name);
+  a.file = std::move(file);
+  return a;
 }
 
 NpyArray npy_from_bytes(Bytes bytes, const std::string& name) {
   auto held = std::make_shared<Bytes>(std::move(bytes));
-  return judge(held->begin(), held->size, name, held);
+  NpyArray a;
+  a.name = name;
+  a.header = parse_npy_header(held->begin(), held->size, name);
+  judge_length(a.header, held->size, name);
+  a.values = held->begin() + a.header.data_offset;
+  a.owner = std::move(held);
+  return a;
 }
 
 }  // namespace stock_sources

@@ -23,7 +23,7 @@ void NpySource::check(const nlohmann::json& config, ramjet::Problems& problems) 
 NpySource::NpySource(const ramjet::Config& config) {
   for (const auto& [key, file] : config.json().at("files").items()) {
     const std::string where = config.where("files/" + ramjet::pointer_token(key));
-    table_.add(key, map_npy(config.resolve(file.get<std::string>())), where);
+    table_.add(key, open_npy(config.resolve(file.get<std::string>())), where);
   }
 }
 
