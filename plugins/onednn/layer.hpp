@@ -72,11 +72,15 @@ class LayerBuilder {
   void use_scratchpad(const dnnl::primitive_desc_base& pd, Args& args);
 
   // For the plan.
-  void begin_node(const NodeSpec& node, std::vector<Value*> inputs, Value& output) {
+  // With `relu_follows` the node's one reader, a relu, is done by this layer too: `output` is the relu's value.
+  void begin_node(const NodeSpec& node, std::vector<Value*> inputs, Value& output, bool relu_follows = false) {
     node_ = &node;
     inputs_ = std::move(inputs);
     output_ = &output;
+    relu_follows_ = relu_follows;
   }
+  // The layer must apply a relu to its output (only a batch_norm is asked to: the plan fuses no other).
+  bool relu_follows() const { return relu_follows_; }
   size_t scratchpad_bytes() const { return scratchpad_bytes_; }
   const std::vector<Args*>& scratchpad_users() const { return scratchpad_users_; }
 
@@ -90,6 +94,7 @@ class LayerBuilder {
   const NodeSpec* node_ = nullptr;
   std::vector<Value*> inputs_;
   Value* output_ = nullptr;
+  bool relu_follows_ = false;
   size_t scratchpad_bytes_ = 0;
   std::vector<Args*> scratchpad_users_;
 };

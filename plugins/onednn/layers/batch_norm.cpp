@@ -1,7 +1,8 @@
 // batch_norm over the last axis (channels), as Keras's BatchNormalization: in training, normalise with the batch's
 // statistics and move moving_mean / moving_variance toward them by (1 - momentum) (biased variance, as Keras 3);
 // outside training, normalise with the moving statistics. gamma and beta learn; the moving statistics are
-// parameters that do not (the node's "trainable" attribute says which).
+// parameters that do not (the node's "trainable" attribute says which). A relu that reads only this node can be
+// fused into it (LayerBuilder::relu_follows).
 #include "../edge.hpp"
 #include "../weights.hpp"
 #include "registry.hpp"
@@ -32,11 +33,13 @@ class BatchNorm : public Layer {
     using flags = dnnl::normalization_flags;
     const md src = b.compute_desc(b.input(0));  // bf16 data, float32 statistics, scale and shift
     in_ = Edge(b, b.input(0), src);
-    const dnnl::batch_normalization_forward::primitive_desc train(
-        {dnnl::prop_kind::forward_training, src, epsilon, flags::use_scale | flags::use_shift}, b.attr(), b.engine());
+    // With a relu fused (the plan's choice), the training forward records where it clipped in a workspace that the
+    // backward reads.
+    const flags own = flags::use_scale | flags::use_shift | (b.relu_follows() ? flags::fuse_norm_relu : flags::none);
+    const dnnl::batch_normalization_forward::primitive_desc train({dnnl::prop_kind::forward_training, src, epsilon, own},
+                                                                  b.attr(), b.engine());
     const dnnl::batch_normalization_forward::primitive_desc infer(
-        {dnnl::prop_kind::forward_inference, src, epsilon, flags::use_scale | flags::use_shift | flags::use_global_stats},
-        b.attr(), b.engine());
+        {dnnl::prop_kind::forward_inference, src, epsilon, own | flags::use_global_stats}, b.attr(), b.engine());
     train_ = dnnl::batch_normalization_forward(train);
     infer_ = dnnl::batch_normalization_forward(infer);
     b.define_output(train.dst_desc());
@@ -47,13 +50,13 @@ class BatchNorm : public Layer {
     infer_args_ = {{DNNL_ARG_SRC, in_.mem()},  {DNNL_ARG_DST, out_->mem},
                    {DNNL_ARG_SCALE, gamma.value}, {DNNL_ARG_SHIFT, beta.value},
                    {DNNL_ARG_MEAN, moving_mean_->value}, {DNNL_ARG_VARIANCE, moving_variance_->value}};
+    if (b.relu_follows()) train_args_[DNNL_ARG_WORKSPACE] = b.transient(train.workspace_desc());
     b.use_scratchpad(train, train_args_);
     b.use_scratchpad(infer, infer_args_);
     if (!b.backward()) return;
 
     const dnnl::batch_normalization_backward::primitive_desc bwd(
-        {dnnl::prop_kind::backward, train.dst_desc(), src, epsilon, flags::use_scale | flags::use_shift}, b.attr(),
-        b.engine(), train);
+        {dnnl::prop_kind::backward, train.dst_desc(), src, epsilon, own}, b.attr(), b.engine(), train);
     bwd_ = dnnl::batch_normalization_backward(bwd);
     gamma_grad_ = GradSink(b, gamma, gamma.value.get_desc(), bwd.diff_weights_desc());
     beta_grad_ = GradSink(b, beta, beta.value.get_desc(), bwd.diff_weights_desc());
@@ -61,6 +64,7 @@ class BatchNorm : public Layer {
     if (!in_.needs_grad()) unused_diff_ = b.transient_grad(src);
     bwd_args_ = {{DNNL_ARG_SRC, in_.mem()},     {DNNL_ARG_MEAN, mean_},       {DNNL_ARG_VARIANCE, variance_},
                  {DNNL_ARG_SCALE, gamma.value}, {DNNL_ARG_SHIFT, beta.value}};  // oneDNN 2.6 asks for the shift too
+    if (b.relu_follows()) bwd_args_[DNNL_ARG_WORKSPACE] = train_args_.at(DNNL_ARG_WORKSPACE);
     b.use_scratchpad(bwd, bwd_args_);
   }
 
