@@ -23,6 +23,7 @@ struct JpegJob {
   jpeg_decompress_struct cinfo;
   JpegErrors errors;
   bool created;
+  int channels;  // asked for (0: as stored); here, not an argument, so that a longjmp cannot clobber it
 };
 
 void on_error(j_common_ptr cinfo) {
@@ -39,7 +40,7 @@ void on_message(j_common_ptr cinfo, int level) {
 
 void on_output(j_common_ptr) {}  // never print to stderr
 
-bool read_header(JpegJob* job, const uint8_t* data, size_t size, int channels, JDIMENSION* height,
+bool read_header(JpegJob* job, const uint8_t* data, size_t size, JDIMENSION* height,
                  JDIMENSION* width, int* out_channels) {
   if (setjmp(job->errors.jump)) return false;
   jpeg_decompress_struct* cinfo = &job->cinfo;
@@ -52,7 +53,7 @@ bool read_header(JpegJob* job, const uint8_t* data, size_t size, int channels, J
     std::snprintf(job->errors.message, sizeof job->errors.message, "CMYK/YCCK JPEGs are not supported");
     return false;
   }
-  if (channels == 1 || (channels == 0 && cinfo->jpeg_color_space == JCS_GRAYSCALE))
+  if (job->channels == 1 || (job->channels == 0 && cinfo->jpeg_color_space == JCS_GRAYSCALE))
     cinfo->out_color_space = JCS_GRAYSCALE;
   else
     cinfo->out_color_space = JCS_RGB;
@@ -116,7 +117,8 @@ ramjet::Tensor decode_jpeg(const uint8_t* data, size_t size, int channels, const
 
   JDIMENSION height = 0, width = 0;
   int out_channels = 0;
-  if (!read_header(&job, data, size, channels, &height, &width, &out_channels)) fail(job, data, size, what);
+  job.channels = channels;
+  if (!read_header(&job, data, size, &height, &width, &out_channels)) fail(job, data, size, what);
   check_image_size(height, width, static_cast<uint64_t>(out_channels), what);
   // libjpeg's own working memory (progressive coefficients, colour conversion) stays near the image's size too.
   job.cinfo.mem->max_memory_to_use = static_cast<long>(2 * kMaxImageBytes);

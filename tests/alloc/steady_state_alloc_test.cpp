@@ -52,6 +52,10 @@ void count(void* caller) {
 }
 }  // namespace
 
+// These replacements allocate with malloc and free with free; GCC sees only the standard new/delete pairing and
+// warns that free() meets memory from operator new.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 void* operator new(std::size_t size) {
   count(__builtin_return_address(0));
   if (void* p = std::malloc(size ? size : 1)) return p;
