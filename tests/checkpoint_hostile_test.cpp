@@ -438,6 +438,22 @@ class CheckpointDirectory : public ::testing::Test {
   TempDir dir;
 };
 
+// A run refused after its outputs were checked leaves none of the folders that check made; one that was there stays.
+TEST_F(CheckpointDirectory, ARefusedResumeLeavesNoEmptyOutputFolderBehind) {
+  write_file(dir / "ckpt" / kGood[0], "not a checkpoint");
+  const HostileResult r =
+      host({"run", (dir / "m.json").string(), "--quiet", "--resume", "--report", (dir / "out" / "deep" / "r.json").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "out")) << "the folders made for --report stayed behind";
+  fs::create_directories(dir / "kept");
+  const HostileResult again =
+      host({"run", (dir / "m.json").string(), "--quiet", "--resume", "--report", (dir / "kept" / "new" / "r.json").string()});
+  EXPECT_EQ(again.exit_code, 2) << again.output;
+  EXPECT_TRUE(fs::is_directory(dir / "kept")) << "a folder the run did not make was removed";
+  EXPECT_FALSE(fs::exists(dir / "kept" / "new"));
+  EXPECT_TRUE(fs::is_directory(dir / "ckpt")) << "the checkpoint folder holds the user's files";
+}
+
 TEST_F(CheckpointDirectory, ResumingFromAGoodCheckpointStillWorks) {
   write_file(dir / "ckpt" / kGood[0], golden().files.at(kGood[0]));
   const HostileResult r = host({"run", (dir / "m.json").string(), "--quiet", "--resume"});

@@ -357,13 +357,8 @@ int dispatch(int argc, char** argv) {
   return kExitUsage;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // OpenMP runtimes (oneDNN's) spin between parallel regions by default. Measured on a 2-core machine: passive
-  // waiting trains as fast when the machine is quiet and 1.7x faster when one other process competes for the
-  // cores. Set before any plugin loads its runtime; a user's own setting wins.
-  setenv("OMP_WAIT_POLICY", "passive", 0);
+// The command, its failures turned into messages and exit codes.
+int run_command(int argc, char** argv) {
   try {
     return dispatch(argc, argv);
   } catch (const po::error& e) {
@@ -385,4 +380,16 @@ int main(int argc, char** argv) {
     std::cerr << "ramjet: failed: unknown error\n";
     return kExitRuntime;
   }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // OpenMP runtimes (oneDNN's) spin between parallel regions by default. Measured on a 2-core machine: passive
+  // waiting trains as fast when the machine is quiet and 1.7x faster when one other process competes for the
+  // cores. Set before any plugin loads its runtime; a user's own setting wins.
+  setenv("OMP_WAIT_POLICY", "passive", 0);
+  const int code = run_command(argc, argv);
+  if (code != kExitOk) remove_made_folders_left_empty();  // a run that failed leaves no empty output folder
+  return code;
 }

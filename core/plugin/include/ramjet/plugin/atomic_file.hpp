@@ -30,4 +30,8 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
 // written (it is a folder, the folder cannot be created or written), naming the path, or an empty string.
 std::string prepare_destination(const std::filesystem::path& path);
 
+// After a failed run: removes the folders prepare_destination created that are still empty, innermost first, so
+// that a run that wrote nothing leaves nothing behind. A folder holding anything stays.
+void remove_made_folders_left_empty();
+
 }  // namespace ramjet::core
