@@ -54,23 +54,22 @@ void NpyFile::read(size_t offset, uint8_t* out, size_t count) const {
   }
 }
 
+void NpyArray::copy_stored(int64_t index, uint8_t* out) const {
+  const size_t at = static_cast<size_t>(index) * header.example_bytes;
+  if (file) file->read(header.data_offset + at, out, header.example_bytes);
+  else std::memcpy(out, values + at, header.example_bytes);
+}
+
 ramjet::Tensor NpyArray::example(int64_t index) const {
   ramjet::Tensor t = ramjet::Tensor::zeros(header.output, example_shape());
-  const size_t at = static_cast<size_t>(index) * header.example_bytes;
+  if (header.example_bytes == 0) return t;
   if (header.stored.bits == header.output.bits) {
-    auto* out = static_cast<uint8_t*>(t.dl().data);
-    if (header.example_bytes == 0) return t;
-    if (file) file->read(header.data_offset + at, out, header.example_bytes);
-    else std::memcpy(out, values + at, header.example_bytes);
+    copy_stored(index, static_cast<uint8_t*>(t.dl().data));
     return t;
   }
-  std::vector<uint8_t> read_back;
-  const uint8_t* src = values + at;
-  if (file) {
-    read_back.resize(header.example_bytes);
-    file->read(header.data_offset + at, read_back.data(), header.example_bytes);
-    src = read_back.data();
-  }
+  std::vector<uint8_t> stored(header.example_bytes);
+  copy_stored(index, stored.data());
+  const uint8_t* src = stored.data();
   const size_t n = header.example_bytes / 8;
   const auto refuse = [&](size_t i, const std::string& value, const char* type) {
     corrupt(name, header.data_offset + static_cast<size_t>(index) * header.example_bytes + i * 8,

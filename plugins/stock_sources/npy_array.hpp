@@ -44,6 +44,9 @@ struct NpyArray {
   // Example `index` as a tensor of header.output. int64 values outside int32 and finite float64 values beyond
   // float32 are refused (CORRUPT_DATA, naming the file, the example and the byte), never wrapped or made inf.
   ramjet::Tensor example(int64_t index) const;
+
+ private:
+  void copy_stored(int64_t index, uint8_t* out) const;  // example `index`'s bytes as stored
 };
 
 // Opens a .npy file and judges its header and length (exactly data_offset + data_bytes bytes). Throws

@@ -1,6 +1,7 @@
 #include "ramjet/data/cache_fingerprint.hpp"
 
-#include <glob.h>
+#include "ramjet/data/file_pattern.hpp"
+
 #include <sys/stat.h>
 
 #include <string>
@@ -32,12 +33,8 @@ void add_file_state(Hasher& h, const std::filesystem::path& path) {
 // Every path a glob(3) pattern matches now, with each one's state: a file added, removed or changed under the
 // pattern changes the fingerprint (sources such as `text` and `tfrecord` take patterns).
 void add_pattern_matches(Hasher& h, const std::filesystem::path& pattern) {
-  glob_t g{};
-  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) {
-    h.add(pattern.string());
-    for (size_t i = 0; i < g.gl_pathc; ++i) add_file_state(h, g.gl_pathv[i]);
-  }
-  ::globfree(&g);
+  h.add(pattern.string());
+  for (const std::string& match : pattern_matches(pattern.string(), pattern.string())) add_file_state(h, match);
 }
 
 // Strings in the configuration that name existing files or folders, or are patterns that match some.
@@ -47,7 +44,7 @@ void add_named_files(Hasher& h, const nlohmann::json& value, const std::filesyst
     if (p.empty()) return;
     if (p.is_relative()) p = base_dir / p;
     std::error_code ec;
-    if (value.get<std::string>().find_first_of("*?[") != std::string::npos && !std::filesystem::exists(p, ec)) {
+    if (is_file_pattern(value.get<std::string>()) && !std::filesystem::exists(p, ec)) {
       add_pattern_matches(h, p);
     } else if (std::filesystem::is_regular_file(p, ec)) {
       add_file_state(h, p);

@@ -1,6 +1,7 @@
 #include "ramjet/data/input_pipeline.hpp"
 
 #include "ramjet/data/cache_fingerprint.hpp"
+#include "ramjet/data/file_pattern.hpp"
 #include "ramjet/data/example_io.hpp"
 #include "ramjet/plugin/failure.hpp"
 #include "ramjet/plugin/log.hpp"
@@ -8,7 +9,6 @@
 #include "ramjet/plugin/seeds.hpp"
 #include "ramjet/plugin/trace.hpp"
 
-#include <glob.h>
 
 
 namespace ramjet::core {
@@ -40,12 +40,9 @@ std::vector<std::string> expand_files(const nlohmann::json& files, const std::fi
   std::vector<std::string> out;
   for (auto pattern : patterns) {
     if (std::filesystem::path(pattern).is_relative()) pattern = (base_dir / pattern).string();
-    glob_t g{};
-    const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
-    if (rc == 0)
-      for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
-    ::globfree(&g);
-    if (rc != 0) throw InvalidInput(where + "/files: no file matches '" + pattern + "'");
+    const std::vector<std::string> found = pattern_matches(pattern, where + "/files");
+    if (found.empty()) throw InvalidInput(where + "/files: no file matches '" + pattern + "'");
+    out.insert(out.end(), found.begin(), found.end());
   }
   return out;
 }
