@@ -229,7 +229,8 @@ TEST_F(GlooTest, KilledRankMakesTheOtherFailNamingIt) {
   ::kill(r1.pid(), SIGKILL);
   const auto killed_at = Clock::now();
   const auto code = r0.wait_for(10s);
-  ASSERT_TRUE(code.has_value()) << "rank 0 still runs 10 s after rank 1 was killed";
+  ASSERT_TRUE(code.has_value()) << "rank 0 still runs 10 s after rank 1 was killed; its log:\n"
+                                 << read_file(dir / "r0.log") << "its threads:\n" << thread_stacks(r0.pid());
   const double seconds = std::chrono::duration<double>(Clock::now() - killed_at).count();
   const std::string log = read_file(dir / "r0.log");
   EXPECT_EQ(*code, 1) << log;

@@ -238,6 +238,44 @@ TEST(SdkHeaders, CollectiveQueueRunsJobsInIssueOrderAndNeverHangsAWaiter) {
   release->unlock();  // lets the thread left behind finish before the test binary exits
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
 }
+
+TEST(SdkHeaders, CollectiveQueueWaitEndsWhenTheLivenessCheckThrows) {
+  // A job the library never wakes (a send to a peer that died): the check, run between slices of the wait, is
+  // what notices; its error reaches the waiter long before the limit, and the queue is stuck from then on.
+  auto release = std::make_shared<std::mutex>();
+  release->lock();
+  {
+    ramjet::CollectiveQueue queue;
+    const uint64_t never = queue.submit([release] { std::lock_guard held(*release); });
+    int checks = 0;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      queue.wait(never, std::chrono::seconds(30), [&] {
+        if (++checks == 3) throw std::runtime_error("lost rank 1");
+      }, std::chrono::milliseconds(10));
+      ADD_FAILURE() << "the check's error must reach the waiter";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "lost rank 1");
+    }
+    EXPECT_EQ(checks, 3);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+    EXPECT_TRUE(queue.stuck());
+  }
+  release->unlock();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+
+  // A check that never throws changes nothing: the job's own outcome comes back.
+  ramjet::CollectiveQueue queue;
+  const uint64_t slow = queue.submit([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    throw std::runtime_error("timed out");
+  });
+  int checks = 0;
+  EXPECT_THROW(queue.wait(slow, std::chrono::seconds(30), [&] { ++checks; }, std::chrono::milliseconds(5)),
+               std::runtime_error);
+  EXPECT_GT(checks, 0);
+  EXPECT_FALSE(queue.stuck());
+}
 #endif
 
 // ---- ramjet/sdk/boundary.hpp ----------------------------------------------------------------------------------

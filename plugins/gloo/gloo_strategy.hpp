@@ -29,6 +29,8 @@ class TcpStoreServer;
 
 namespace ramjet_gloo {
 
+class PeerWatch;
+
 class GlooStrategy {
  public:
   static ramjet::Fields fields() { return Settings::fields(); }
@@ -61,7 +63,8 @@ class GlooStrategy {
     int rank = 0, world_size = 1;
     std::chrono::milliseconds timeout{0};
     std::vector<std::vector<std::string>> pair_addresses;  // [peer][rank]: the peer's local address toward rank
-    std::string describe_failure(const std::string& what, const std::string& gloo_text) const;
+    // `peer` when the failing rank is known; otherwise it is read from gloo's text where possible.
+    std::string describe_failure(const std::string& what, const std::string& gloo_text, int peer = -1) const;
     std::string peer_in(const std::string& gloo_text) const;
   };
   std::shared_ptr<Identity> identity_ = std::make_shared<Identity>();
@@ -76,6 +79,11 @@ class GlooStrategy {
   };
   std::shared_ptr<FirstFailure> first_failure_ = std::make_shared<FirstFailure>();
   std::error_code ignored_error_;
+  // What each collective still to be waited for is, for a failure found between its start and its end.
+  std::map<uint64_t, std::string> in_flight_;
+  // Gloo does not wake a wait for a send still queued on a connection that then breaks; a wait asks this instead.
+  // Declared after context_: it ends first.
+  std::unique_ptr<PeerWatch> watch_;
   uint32_t next_tag_ = 1;
   uint64_t collectives_ = 0;
 };

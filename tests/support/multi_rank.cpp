@@ -144,6 +144,12 @@ std::optional<int> RankProcess::wait_for(std::chrono::milliseconds limit) {
   return std::nullopt;
 }
 
+std::string thread_stacks(pid_t pid) {
+  const auto r = run("timeout 60 gdb -batch -nx -p " + std::to_string(pid) + " -ex 'thread apply all bt' 2>&1");
+  if (r.exit_code != 0) return "(no stacks: gdb exited with " + std::to_string(r.exit_code) + ")\n" + r.output;
+  return r.output;
+}
+
 pid_t descendant_with(pid_t ancestor, const std::string& variable, const std::string& value) {
   const std::string wanted = variable + "=" + value + '\0';
   for (const auto& entry : fs::directory_iterator("/proc")) {

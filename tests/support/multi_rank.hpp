@@ -47,6 +47,10 @@ class RankProcess {
   bool exited_ = false;
 };
 
+// Every thread's stack in a running process (gdb attached in batch mode), for a failure message: what a process
+// that should have ended is waiting on. Says why not when gdb is missing or cannot attach.
+std::string thread_stacks(pid_t pid);
+
 // The descendant of `ancestor` whose environment holds `variable`=`value` (e.g. RANK=1), or -1.
 pid_t descendant_with(pid_t ancestor, const std::string& variable, const std::string& value);
 

@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <algorithm>
 #include <exception>
 #include <functional>
 #include <map>
@@ -56,15 +57,34 @@ class CollectiveQueue {
   }
 
   // Waits up to `limit` for the job and rethrows what it threw. Returns false when the limit passed first (the
-  // queue is stuck from then on); true at once for a handle already waited for.
-  bool wait(uint64_t handle, std::chrono::milliseconds limit) {
+  // queue is stuck from then on); true at once for a handle already waited for. `check`, when given, runs every
+  // `every` while the job is still running, outside the queue's lock: a transport's own test of its peers, for
+  // failures the library does not report to a waiting call. What it throws ends the wait (the queue is stuck from
+  // then on: the job may never return) and reaches the caller.
+  bool wait(uint64_t handle, std::chrono::milliseconds limit, const std::function<void()>& check = {},
+            std::chrono::milliseconds every = std::chrono::milliseconds(100)) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
     std::unique_lock lock(state_->mutex);
     auto it = state_->jobs.find(handle);
     if (it == state_->jobs.end()) return true;
     std::shared_ptr<Job> job = it->second;
-    if (!state_->changed.wait_for(lock, limit, [&] { return job->done; })) {
-      state_->stuck = true;
-      return false;
+    for (;;) {
+      const auto until = check ? std::min(deadline, std::chrono::steady_clock::now() + every) : deadline;
+      if (state_->changed.wait_until(lock, until, [&] { return job->done; })) break;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        state_->stuck = true;
+        return false;
+      }
+      lock.unlock();
+      try {
+        check();
+      } catch (...) {
+        lock.lock();
+        if (job->done) break;  // it ended meanwhile: its own outcome is the answer
+        state_->stuck = true;
+        throw;
+      }
+      lock.lock();
     }
     state_->jobs.erase(handle);
     if (job->failure) std::rethrow_exception(job->failure);
