@@ -15,6 +15,9 @@
 namespace onednn {
 namespace {
 
+// The largest output map (rows x columns) whose bf16 weight gradient runs in float32; see f32_weight_gradient_pays.
+constexpr int64_t kF32WeightGradientMaxOutputPositions = 49;
+
 bool is_reference(const dnnl::primitive_desc_base& pd) { return std::string_view(pd.impl_info_str()).starts_with("ref"); }
 
 // Winograd's F(4x4, 3x3) does a 3x3 stride-1 float32 convolution's forward, backward-data and backward-weights
@@ -26,6 +29,16 @@ bool is_reference(const dnnl::primitive_desc_base& pd) { return std::string_view
 bool winograd_pays(const ConvGeometry& g, dt type, bool sequence, bool training) {
   return training && !sequence && type == dt::f32 && g.G == 1 && g.kernel == std::vector<int64_t>{3, 3} &&
          g.strides == std::vector<int64_t>{1, 1} && g.dilation == std::vector<int64_t>{1, 1} && g.C >= 16 && g.F >= 16;
+}
+
+// oneDNN 2.6's AMX backward-weights kernel for bf16 is slow where the output map is small; there the float32
+// kernel, fed float32 copies of the input and of the output's gradient, is faster, copies included. The weight
+// gradient is float32 either way; only the products' rounding differs (float32's is finer). Measured on the
+// 2-core Xeon (AMX), batch 128, 2 threads, the ResNet of bench/train's shapes (float32 time with the copies over
+// bf16's): 0.41-0.64 at 7x7 outputs, 0.92-1.01 at 14x14, 1.6-3.9 at 28x28 — so 7x7 and smaller only.
+bool f32_weight_gradient_pays(const ConvGeometry& g, const dnnl::primitive_desc_base& bf16_weights_pd) {
+  if (!std::string_view(bf16_weights_pd.impl_info_str()).ends_with("amx_bf16")) return false;
+  return g.OH * g.OW <= kF32WeightGradientMaxOutputPositions;
 }
 
 class Conv2D : public WeightedLayer {
@@ -113,6 +126,34 @@ class Conv2D : public WeightedLayer {
         wpd = chosen;
         weights_src = b.transient_grad(wpd.src_desc());  // filled and read within one backward
         bwd_weights_src_ = Relayout(in_.mem(), weights_src);
+      }
+    }
+    if (type == dt::bf16 && !sequence && f32_weight_gradient_pays(g, wpd)) {
+      const md src32({N, C, H, W}, dt::f32, tag::any), dst32({N, F, OH, OW}, dt::f32, tag::any);
+      const md wei32(wdims, dt::f32, tag::any);
+      const auto f32_algorithm = winograd_pays(g, dt::f32, false, true) ? dnnl::algorithm::convolution_winograd
+                                                                         : dnnl::algorithm::convolution_direct;
+      auto f32_weights_pd = [&](dnnl::algorithm a) {
+        const dnnl::convolution_forward::primitive_desc hint(
+            {dnnl::prop_kind::forward_training, a, src32, wei32, bias_md, dst32, strides, dilates, pad_l, pad_r},
+            b.engine());
+        return dnnl::convolution_backward_weights::primitive_desc(
+            {a, hint.src_desc(), diff_wei_any, bias_md, hint.dst_desc(), strides, dilates, pad_l, pad_r}, b.attr(),
+            b.engine(), hint);
+      };
+      dnnl::convolution_backward_weights::primitive_desc f32_pd;
+      try {
+        f32_pd = f32_weights_pd(f32_algorithm);
+      } catch (const dnnl::error&) {
+        f32_pd = f32_weights_pd(dnnl::algorithm::convolution_direct);
+      }
+      if (!is_reference(f32_pd)) {
+        wpd = f32_pd;
+        weights_src = b.transient_grad(wpd.src_desc());  // filled and read within one backward
+        bwd_weights_src_ = Relayout(in_.mem(), weights_src);
+        bwd_weights_diff_ = b.transient_grad(wpd.diff_dst_desc());
+        bwd_weights_diff_reorder_ = dnnl::reorder(dnnl::reorder::primitive_desc(
+            b.engine(), pd.dst_desc(), b.engine(), wpd.diff_dst_desc()));
       }
     }
     bwd_weights_ = dnnl::convolution_backward_weights(wpd);

@@ -45,7 +45,12 @@ class WeightedLayer : public Layer {
   void backward(const Exec& exec) override {
     read_diff(*out_);
     const dnnl::memory& diff = act_.backward(exec, out_diff_view_ ? out_diff_view_.mem() : out_->diff);
-    bwd_weights_args_[DNNL_ARG_DIFF_DST] = diff;
+    if (bwd_weights_diff_) {
+      exec.run(bwd_weights_diff_reorder_, {{DNNL_ARG_FROM, diff}, {DNNL_ARG_TO, bwd_weights_diff_}});
+      bwd_weights_args_[DNNL_ARG_DIFF_DST] = bwd_weights_diff_;
+    } else {
+      bwd_weights_args_[DNNL_ARG_DIFF_DST] = diff;
+    }
     bwd_weights_args_[DNNL_ARG_DIFF_WEIGHTS] = kernel_grad_.target(exec);
     if (bias_grad_) bwd_weights_args_[DNNL_ARG_DIFF_BIAS] = bias_grad_.target(exec);
     bwd_weights_src_.run(exec);
@@ -70,6 +75,10 @@ class WeightedLayer : public Layer {
   GradSink kernel_grad_, bias_grad_;
   // The input in the backward-weights primitive's layout, when that differs from the forward's (conv2d only).
   Relayout bwd_weights_src_;
+  // The output's gradient converted for a backward-weights primitive that runs in another data type (conv2d in
+  // bf16 on shapes where float32 is faster), filled from the gradient in every backward; empty otherwise.
+  dnnl::memory bwd_weights_diff_;
+  dnnl::reorder bwd_weights_diff_reorder_;
   dnnl::primitive fwd_, bwd_weights_, bwd_data_;
   Args fwd_args_, bwd_weights_args_, bwd_data_args_;
 };
