@@ -219,7 +219,8 @@ int launch_local_ranks(const LaunchOptions& o) {
   g_interrupted = 0;
 
   std::vector<Rank> ranks(static_cast<size_t>(o.nproc));
-  constexpr int kBadInputExit = 2;  // the host's exit code for bad input
+  constexpr int kBadInputExit = 2;         // the host's exit code for bad input
+  constexpr int kRuntimeFailureExit = 1;  // and for a failure at run time (a lost peer among them)
   std::optional<int> first_failure;
   std::optional<Clock::time_point> terminating_since;  // when the ranks were told to end
   bool terminated = false;                              // SIGTERM sent
@@ -276,6 +277,11 @@ int launch_local_ranks(const LaunchOptions& o) {
         // A rank that refused bad input ends its peers' rendezvous or collectives, and which of them the launcher
         // reaps first is a race: the bad input, ended on its own within the grace, is the job's verdict.
         first_failure = kBadInputExit;
+      } else if (WIFSIGNALED(status) && first_failure && *first_failure == kRuntimeFailureExit && !terminated) {
+        // Likewise a rank killed from outside: its peers see the lost connection and exit 1 within milliseconds,
+        // often before this loop reaps the killed one. The kill is the cause, and the job's verdict.
+        first_failure = *r.exit_code;
+        write_out(STDERR_FILENO, "ramjet: rank " + std::to_string(k) + " " + how_it_ended(status) + "\n");
       }
     }
     if (g_interrupted && !terminating_since) {
