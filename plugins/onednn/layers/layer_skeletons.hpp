@@ -46,7 +46,9 @@ class WeightedLayer : public Layer {
     read_diff(*out_);
     const dnnl::memory& diff = act_.backward(exec, out_diff_view_ ? out_diff_view_.mem() : out_->diff);
     if (bwd_weights_diff_) {
-      exec.run(bwd_weights_diff_reorder_, {{DNNL_ARG_FROM, diff}, {DNNL_ARG_TO, bwd_weights_diff_}});
+      bwd_weights_diff_args_[DNNL_ARG_FROM] = diff;  // the map keeps its two entries: nothing allocated per step
+      bwd_weights_diff_args_[DNNL_ARG_TO] = bwd_weights_diff_;
+      exec.run(bwd_weights_diff_reorder_, bwd_weights_diff_args_);
       bwd_weights_args_[DNNL_ARG_DIFF_DST] = bwd_weights_diff_;
     } else {
       bwd_weights_args_[DNNL_ARG_DIFF_DST] = diff;
@@ -79,6 +81,7 @@ class WeightedLayer : public Layer {
   // bf16 on shapes where float32 is faster), filled from the gradient in every backward; empty otherwise.
   dnnl::memory bwd_weights_diff_;
   dnnl::reorder bwd_weights_diff_reorder_;
+  Args bwd_weights_diff_args_;
   dnnl::primitive fwd_, bwd_weights_, bwd_data_;
   Args fwd_args_, bwd_weights_args_, bwd_data_args_;
 };
