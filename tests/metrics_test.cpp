@@ -301,6 +301,35 @@ TEST(RegressionRun, ShowsItsMetricsWritesPredictionsAndExportsInt8) {
   EXPECT_FALSE(fs::exists(dir / "out" / "00032.png"));
 }
 
+TEST(RegressionRun, AUNetsInt8ModelIsScoredByTheExportAndByEvalLikeItsFloatModel) {
+  // The image-to-image layers have an int8 form in the cpu backend too: the export scores the int8 U-Net instead
+  // of skipping it, and `eval --precision int8` runs it.
+  TempDir dir;
+  json doc = regression_manifest(dir.path());
+  doc["model"]["layers"] = {
+      {{"type", "conv2d"}, {"name", "enc"}, {"filters", 4}, {"kernel", 3}, {"padding", "same"}, {"activation", "relu"}},
+      {{"type", "max_pool"}, {"pool", 2}},
+      {{"type", "conv2d"}, {"filters", 8}, {"kernel", 3}, {"padding", "same"}, {"activation", "relu"}},
+      {{"type", "conv2d_transpose"}, {"name", "up"}, {"filters", 4}, {"kernel", 2}, {"strides", 2}, {"padding", "same"}},
+      {{"type", "concat"}, {"inputs", {"up", "enc"}}},
+      {{"type", "conv2d"}, {"filters", 1}, {"kernel", 3}, {"padding", "same"}}};
+  write_file(dir / "m.json", doc.dump());
+  const std::string host = quote(host_binary().string());
+  const CommandResult trained = run(host + " run " + quote((dir / "m.json").string()) + " --report " +
+                                    quote((dir / "report.json").string()) + " 2>&1");
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_EQ(trained.output.find("int8 evaluation skipped"), std::string::npos) << trained.output;
+  const json exported = json::parse(std::ifstream(dir / "report.json"))["export"];
+  EXPECT_FALSE(exported.contains("int8_evaluation")) << exported.dump();
+  for (const char* key : {"fp32_psnr", "int8_psnr", "int8_samples_per_s"}) ASSERT_TRUE(exported.contains(key)) << exported.dump();
+  EXPECT_NEAR(exported["int8_psnr"].get<double>(), exported["fp32_psnr"].get<double>(), 3.0) << exported.dump();
+
+  const CommandResult int8 = run(host + " eval " + quote((dir / "m.json").string()) + " --precision int8 --json 2>&1");
+  ASSERT_EQ(int8.exit_code, 0) << int8.output;
+  const json eval = json::parse(int8.output.substr(int8.output.find('{')));
+  EXPECT_NEAR(eval["psnr"].get<double>(), exported["int8_psnr"].get<double>(), 0.5) << int8.output;
+}
+
 TEST(RegressionRun, AMonitorOfAMetricTheModelLacksIsRefusedBeforeTraining) {
   TempDir dir;
   json doc = regression_manifest(dir.path());

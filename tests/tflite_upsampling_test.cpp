@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <random>
 
@@ -52,8 +53,11 @@ class Int8Plugin {
 };
 
 // Runs the model in LiteRT on float32 `input` (one example, raw file) and returns {"ops": [...], "output": [...]};
-// nullopt when LiteRT is not installed.
-std::optional<json> run_litert(const fs::path& model, const std::vector<float>& input, const ramjet::test::TempDir& tmp) {
+// nullopt when LiteRT is not installed. `builtin_kernels`: TFLite's own kernels only, without the XNNPACK delegate
+// LiteRT applies by default (XNNPACK's int8 bilinear resize weighs in 1/2048 steps computed in float, and can land
+// one step away from TFLite's 1/1024 integer sampling).
+std::optional<json> run_litert(const fs::path& model, const std::vector<float>& input, const ramjet::test::TempDir& tmp,
+                               bool builtin_kernels = false) {
   const fs::path python = ramjet::test::venv_python();
   if (!fs::exists(python) ||
       ramjet::test::run(ramjet::test::quote(python.string()) + " -c 'import ai_edge_litert.interpreter'").exit_code != 0)
@@ -64,8 +68,9 @@ std::optional<json> run_litert(const fs::path& model, const std::vector<float>& 
   }
   ramjet::test::write_file(tmp / "run.py", R"(import json, sys
 import numpy as np
-from ai_edge_litert.interpreter import Interpreter
-it = Interpreter(model_path=sys.argv[1])
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
+resolver = OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES if sys.argv[3] == "builtin" else OpResolverType.AUTO
+it = Interpreter(model_path=sys.argv[1], experimental_op_resolver_type=resolver)
 it.allocate_tensors()
 inp, out = it.get_input_details()[0], it.get_output_details()[0]
 it.set_tensor(inp["index"], np.fromfile(sys.argv[2], dtype=np.float32).reshape(inp["shape"]))
@@ -76,7 +81,8 @@ print("RESULT " + json.dumps({"ops": ops, "output": [float(v) for v in it.get_te
   const auto r = ramjet::test::run(ramjet::test::quote(python.string()) + " " +
                                    ramjet::test::quote((tmp / "run.py").string()) + " " +
                                    ramjet::test::quote(model.string()) + " " +
-                                   ramjet::test::quote((tmp / "x.bin").string()) + " 2>&1");
+                                   ramjet::test::quote((tmp / "x.bin").string()) +
+                                   (builtin_kernels ? " builtin" : " auto") + " 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const auto at = r.output.find("RESULT ");
   if (at == std::string::npos) {
@@ -235,4 +241,97 @@ TEST(TfliteUpsampling, DynamicRangeKeepsTheTransposeConvFloatAndMatchesRamjet) {
   if (!result) GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << ramjet::test::venv_python();
   EXPECT_EQ((*result)["ops"], (json{"TRANSPOSE_CONV", "RESIZE_BILINEAR"}));
   expect_near_all((*result)["output"].get<std::vector<float>>(), values(out, "r"), 1e-5, "dynamic range");
+}
+
+TEST(TfliteUpsampling, TheCpuBackendsInt8ProgramGivesWhatLiteRtGivesForTheSameFile) {
+  // Every image-to-image op's int8 form in the cpu backend, against LiteRT running the exported file on the same
+  // float inputs. x [4, 5, 3] → t1 conv2d_transpose 3×3/2 "same" relu [8, 10, 8] → p zero_padding2d [10, 12, 8]
+  // → c cropping2d [9, 10, 8] → d depth_to_space 2 [18, 20, 2] → r bilinear resize down to [11, 13, 2]; from r:
+  // t2 conv2d_transpose 2×2/2 [22, 26, 2], n nearest resize to [15, 26, 2] (1.36× rows), b bilinear upsampling
+  // [22, 26, 2]; j joins n, t2 and b on rows (Keras axis 1; each requantized to j's range), k joins j to itself on
+  // columns (axis 2).
+  const json model = {
+      {"input", {{"x", {4, 5, 3}}}},
+      {"layers",
+       {{{"type", "conv2d_transpose"}, {"name", "t1"}, {"filters", 8}, {"kernel", 3}, {"strides", 2},
+         {"padding", "same"}, {"activation", "relu"}},
+        {{"type", "zero_padding2d"}, {"name", "p"}, {"padding", {{1, 1}, {2, 0}}}},
+        {{"type", "cropping2d"}, {"name", "c"}, {"cropping", {{1, 0}, {1, 1}}}},
+        {{"type", "depth_to_space"}, {"name", "d"}, {"block_size", 2}},
+        {{"type", "resize"}, {"name", "r"}, {"height", 11}, {"width", 13}, {"interpolation", "bilinear"}},
+        {{"type", "conv2d_transpose"}, {"name", "t2"}, {"filters", 2}, {"kernel", 2}, {"strides", 2}, {"inputs", "r"}},
+        {{"type", "resize"}, {"name", "n"}, {"height", 15}, {"width", 26}, {"interpolation", "nearest"}, {"inputs", "r"}},
+        {{"type", "upsampling2d"}, {"name", "b"}, {"size", 2}, {"interpolation", "bilinear"}, {"inputs", "r"}},
+        {{"type", "concat"}, {"name", "j"}, {"axis", 1}, {"inputs", {"n", "t2", "b"}}},
+        {{"type", "concat"}, {"name", "k"}, {"axis", 2}, {"inputs", {"j", "j"}}}}},
+      {"loss", {{"type", "mse"}}}};
+  json ir = build_graph(model, Origin{"test.json"}).ir;
+  ir.erase("loss");
+  ir.erase("labels");
+  json every = ir;
+  every["outputs"] = json::array();
+  for (const auto& n : ir["nodes"]) every["outputs"].push_back(n["name"]);
+
+  const int64_t batch = 8;
+  Example params = random_params(ir, 5, 0.4f);
+  Harness h;
+  Status s = h.compile(every, {{"batch", batch}});
+  ASSERT_TRUE(s.ok()) << s.message;
+  ASSERT_TRUE(h.set_state("parameters", params).ok());
+  std::mt19937 rng(8);
+  const std::vector<float> x = uniform(static_cast<size_t>(batch * 60), rng);
+  Example in, out;
+  put(in, "x", {batch, 4, 5, 3}, x);
+  s = h.forward(in, out, false);
+  ASSERT_TRUE(s.ok()) << s.message;
+
+  Int8Plugin plugin({{"input_type", "float32"}, {"output_type", "float32"}});
+  ASSERT_TRUE(plugin.observe("x", x).ok());
+  for (const auto& n : ir["nodes"]) ASSERT_TRUE(plugin.observe(n["name"], values(out, n["name"])).ok());
+  json qgraph;
+  Example qparams;
+  s = plugin.quantize(ir, params, qgraph, qparams);
+  ASSERT_TRUE(s.ok()) << s.message;
+  ramjet::test::TempDir tmp;
+  const fs::path file = tmp / "image_ops.tflite";
+  s = plugin.export_model(qgraph, qparams, file);
+  ASSERT_TRUE(s.ok()) << s.message;
+
+  Harness int8;
+  s = int8.compile(qgraph, {{"precision", "int8"}, {"batch", batch}});
+  ASSERT_TRUE(s.ok()) << s.message;
+  s = int8.set_state("parameters", qparams);
+  ASSERT_TRUE(s.ok()) << s.message;
+  Example in8, out8;
+  put(in8, "x", {batch, 4, 5, 3}, x);
+  s = int8.forward(in8, out8, false);
+  ASSERT_TRUE(s.ok()) << s.message;
+  const std::vector<float> ours = values(out8, "k"), floats = values(out, "k");
+  const size_t per_example = ours.size() / static_cast<size_t>(batch);
+  ASSERT_EQ(per_example, size_t{59 * 52 * 2});  // 15 + 22 + 22 rows
+  const float step = qgraph["quantization"]["tensors"]["k"]["scale"][0].get<float>();
+
+  for (int64_t example : {0, 5}) {
+    const std::vector<float> one(x.begin() + example * 60, x.begin() + (example + 1) * 60);
+    const auto result = run_litert(file, one, tmp, /*builtin_kernels=*/true);
+    if (!result) GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << ramjet::test::venv_python();
+    const auto litert = (*result)["output"].get<std::vector<float>>();
+    ASSERT_EQ(litert.size(), per_example);
+    // Both run the file's integer arithmetic. TRANSPOSE_CONV requantizes with TFLite's fixed-point multiplier and
+    // ours with a float scale, so a sum close to half a step can round the other way: one step, rarely (5 of 1,144
+    // values of t2 when this was written); a wrong tap, offset, weight or zero point would miss by many steps.
+    size_t same = 0;
+    double worst_steps = 0, float_range = 0;
+    for (size_t i = 0; i < per_example; ++i) {
+      const float mine = ours[static_cast<size_t>(example) * per_example + i];
+      const double steps = std::fabs(mine - litert[i]) / step;
+      worst_steps = std::max(worst_steps, steps);
+      if (steps < 0.5) ++same;
+      float_range = std::max(float_range, std::fabs(static_cast<double>(floats[static_cast<size_t>(example) * per_example + i])));
+    }
+    EXPECT_GT(float_range, 20 * step) << "outputs too small to prove anything";
+    EXPECT_LE(worst_steps, 1.0 + 1e-3) << "example " << example;
+    EXPECT_GE(static_cast<double>(same), 0.99 * static_cast<double>(per_example))
+        << "example " << example << ": " << same << " of " << per_example << " equal";
+  }
 }

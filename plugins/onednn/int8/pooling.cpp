@@ -31,14 +31,6 @@ Window window_of(const NodeSpec& node, const Shape& in, bool global) {
   return w;
 }
 
-// Pooling keeps its input's quantization (docs/quantized-graph.md); a qgraph that says otherwise is refused.
-const ActivationQuant& same_quant(const NodeSpec& node, const QBuilder& b, const QValue& in) {
-  const ActivationQuant& out = output_quant(node, b);
-  if (!out.same_as(in.quant))
-    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "its output's scale and zero point must equal its input's ('" + in.name + "')");
-  return out;
-}
-
 class MaxPool : public QStep {
  public:
   MaxPool(const NodeSpec& node, QBuilder& b, bool global) {

@@ -26,6 +26,13 @@ const ActivationQuant& output_quant(const NodeSpec& node, const QBuilder& b) {
   return b.quant().activation(node.name);
 }
 
+const ActivationQuant& same_quant(const NodeSpec& node, const QBuilder& b, const QValue& in) {
+  const ActivationQuant& out = output_quant(node, b);
+  if (!out.same_as(in.quant))
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "its output's scale and zero point must equal its input's ('" + in.name + "')");
+  return out;
+}
+
 const QParam* checked_param(const NodeSpec& node, const QBuilder& b, const char* role, bool int8, const Shape& shape,
                             bool required) {
   if (!required && !node.params.count(role)) return nullptr;

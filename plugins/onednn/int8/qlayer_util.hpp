@@ -15,6 +15,9 @@ ClampRange activation_range(const NodeSpec& node, const ActivationQuant& out);
 
 QValue& only_input(const NodeSpec& node, QBuilder& b);
 const ActivationQuant& output_quant(const NodeSpec& node, const QBuilder& b);
+// The output's quantization of an op that keeps its input's (pools, resizes, pads, crops: docs/quantized-graph.md);
+// a qgraph that says otherwise is refused.
+const ActivationQuant& same_quant(const NodeSpec& node, const QBuilder& b, const QValue& in);
 
 // The node's parameter bound to `role`, checked for dtype and shape; nullptr when optional and absent.
 const QParam* checked_param(const NodeSpec& node, const QBuilder& b, const char* role, bool int8, const Shape& shape,

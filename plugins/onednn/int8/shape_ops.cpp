@@ -1,6 +1,8 @@
 // flatten and reshape (views of the input's bytes in the host's nhwc/row-major order, as Keras flattens), and
-// concat on the last axis (copies, requantizing an input whose scale or zero point differs from the output's as
-// TFLite's Concatenation does).
+// concat on any axis (copies, requantizing an input whose scale or zero point differs from the output's as
+// TFLite's Concatenation does). In the host's order, joining axis k is joining rows: every input is [rows, its
+// block], rows = N · the dims before k, and each input's block (its dims from k on) lands at its offset in the
+// output's row.
 #include "../layout.hpp"
 #include "qlayer_util.hpp"
 
@@ -24,24 +26,30 @@ class Concat : public QStep {
  public:
   Concat(const NodeSpec& node, QBuilder& b) {
     if (node.inputs.empty()) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "concat needs inputs");
-    const int64_t axis = node.attr_int("axis", -1);
     const ActivationQuant& out = output_quant(node, b);
     Shape shape = b.value(node.inputs[0]).shape;
-    if (axis != -1 && axis != static_cast<int64_t>(shape.size()))
-      node.fail(RAMJET_ERR_UNSUPPORTED, "the int8 concat joins the last axis only");
-    shape.back() = 0;
+    const auto rank = static_cast<int64_t>(shape.size());
+    const int64_t axis = node.attr_int("axis", -1);
+    if (rank == 0 || axis < -rank || axis >= rank)
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "attribute 'axis' (" + std::to_string(axis) + ") names no axis of " +
+                                                 shape_string(shape));
+    const auto k = static_cast<size_t>(axis < 0 ? axis + rank : axis);
+    shape[k] = 0;
+    const Shape across = shape;  // every input's shape but the joined axis
     for (const std::string& name : node.inputs) {
       QValue& in = b.value(name);
-      if (in.shape.size() != shape.size() || !std::equal(shape.begin(), shape.end() - 1, in.shape.begin()))
-        node.fail(RAMJET_ERR_INVALID_ARGUMENT, "inputs differ in shape except on the last axis");
+      Shape others = in.shape;
+      if (others.size() == across.size()) others[k] = 0;
+      if (others != across) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "inputs differ in shape on an axis other than the joined one");
       const float scale = in.quant.scale / out.scale;
-      parts_.push_back({b.canonical(in), in.shape.back(), 0, in.quant.same_as(out), scale,
-                        -static_cast<float>(in.quant.zp_u8()) * scale, static_cast<float>(out.zp_u8())});
-      shape.back() += in.shape.back();
+      parts_.push_back({b.canonical(in), product(in.shape) / product(Shape(in.shape.begin(), in.shape.begin() + k)), 0,
+                        in.quant.same_as(out), scale, -static_cast<float>(in.quant.zp_u8()) * scale,
+                        static_cast<float>(out.zp_u8())});
+      shape[k] += in.shape[k];
     }
     if (shape != node.shape) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape must be " + shape_string(shape));
-    rows_ = b.batch() * product(shape) / shape.back();
-    width_ = shape.back();
+    rows_ = b.batch() * product(Shape(shape.begin(), shape.begin() + k));
+    width_ = product(shape) / product(Shape(shape.begin(), shape.begin() + k));
     int64_t offset = 0;
     for (Part& p : parts_) p.offset = offset, offset += p.width;
     dst_ = b.define(node.name, shape, out, canonical_md(b.batch(), shape, dt::u8)).mem;
