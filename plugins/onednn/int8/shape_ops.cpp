@@ -7,6 +7,7 @@
 #include "qlayer_util.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -41,10 +42,14 @@ class Concat : public QStep {
       Shape others = in.shape;
       if (others.size() == across.size()) others[k] = 0;
       if (others != across) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "inputs differ in shape on an axis other than the joined one");
-      const float scale = in.quant.scale / out.scale;
-      parts_.push_back({b.canonical(in), product(in.shape) / product(Shape(in.shape.begin(), in.shape.begin() + k)), 0,
-                        in.quant.same_as(out), scale, -static_cast<float>(in.quant.zp_u8()) * scale,
-                        static_cast<float>(out.zp_u8())});
+      Part part{b.canonical(in), product(in.shape) / product(Shape(in.shape.begin(), in.shape.begin() + k)), 0,
+                in.quant.same_as(out), {}};
+      // out = round(in · scale + bias) + zp_out, TFLite's float requantization, tabled for the 256 inputs.
+      const float scale = in.quant.scale / out.scale, bias = -static_cast<float>(in.quant.zp_u8()) * scale;
+      for (int q = 0; q < 256; ++q)
+        part.requantized[static_cast<size_t>(q)] = static_cast<uint8_t>(
+            std::clamp(std::round(static_cast<float>(q) * scale + bias) + static_cast<float>(out.zp_u8()), 0.0f, 255.0f));
+      parts_.push_back(std::move(part));
       shape[k] += in.shape[k];
     }
     if (shape != node.shape) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape must be " + shape_string(shape));
@@ -68,8 +73,7 @@ class Concat : public QStep {
           std::memcpy(out, in, static_cast<size_t>(p.width));
           continue;
         }
-        for (int64_t c = 0; c < p.width; ++c)
-          out[c] = static_cast<uint8_t>(std::clamp(std::round(in[c] * p.scale + p.bias) + p.zp_out, 0.0f, 255.0f));
+        for (int64_t c = 0; c < p.width; ++c) out[c] = p.requantized[in[c]];
       }
     }
   }
@@ -79,7 +83,7 @@ class Concat : public QStep {
     dnnl::memory src;
     int64_t width, offset;
     bool copy;
-    float scale, bias, zp_out;  // out = round(in * scale + bias) + zp_out, TFLite's float requantization
+    std::array<uint8_t, 256> requantized;  // by input value, when not a copy
   };
   std::vector<Part> parts_;
   int64_t rows_ = 0, width_ = 0;

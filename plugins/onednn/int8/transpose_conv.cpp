@@ -150,10 +150,13 @@ class QConv2DTranspose : public QStep {
           }
         }
       uint8_t* q = dst + n * plane;
+      // Adding and taking away 1.5 · 2^23 rounds a float in [0, 255] to the nearest integer, ties to even (the
+      // default rounding mode, as nearbyint), in a form the compiler vectorises; nearbyint is a libm call here.
+      constexpr float kRound = 12582912.0f;
       for (int64_t p = 0; p < OH * OW; ++p)
         for (int64_t f = 0; f < F; ++f) {
           const float v = (static_cast<float>(acc[p * F + f]) + bias_f_[static_cast<size_t>(f)]) * scale(f);
-          q[p * F + f] = static_cast<uint8_t>(std::nearbyint(std::clamp(v, lo_, hi_)));
+          q[p * F + f] = static_cast<uint8_t>((std::clamp(v, lo_, hi_) + kRound) - kRound);
         }
     }
   }
