@@ -50,6 +50,7 @@ def bench_manifest(folder, paths, a):
     doc["train"]["epochs"] = a.epochs
     doc["train"]["optimizer"]["learning_rate"] = a.lr
     doc["train"].pop("checkpoint", None)
+    doc.pop("export", None)  # training alone: an export's calibration and int8 scoring would add to time and RSS
     path = os.path.join(folder, "bench.json")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
