@@ -48,9 +48,18 @@ struct Output {
 
 void put_kernel(Output& out, ramjet::Example& out_params, const json& node, const FloatTensor& kernel,
                 const std::string& name, QuantizedWeights& q) {
-  const bool per_channel = node.at("op") == "conv2d";
-  q = quantize_symmetric(kernel.values, per_channel ? kernel.shape.back() : 1);
-  TensorQuant tq{"int8", q.scales, std::vector<int64_t>(q.scales.size(), 0), per_channel ? 3 : -1};
+  // Per output channel: axis 3 of a conv2d's [kh, kw, in, out], axis 2 of a conv2d_transpose's [kh, kw, out, in]
+  // (written to TRANSPOSE_CONV's OHWI as quantized dimension 0, as TensorFlow's converter does); dense per tensor.
+  const std::string op = node.at("op");
+  if (op == "conv2d") {
+    q = quantize_symmetric(kernel.values, kernel.shape.back());
+  } else if (op == "conv2d_transpose") {
+    q = quantize_symmetric(kernel.values, kernel.shape.at(2), kernel.shape.at(3));
+  } else {
+    q = quantize_symmetric(kernel.values, 1);
+  }
+  const int axis = op == "conv2d" ? 3 : op == "conv2d_transpose" ? 2 : -1;
+  TensorQuant tq{"int8", q.scales, std::vector<int64_t>(q.scales.size(), 0), axis};
   out.tensors[name] = tq.to_json();
   out.params[name] = {{"shape", kernel.shape}, {"dtype", "int8"}};
   out_params.set(name, make_tensor(kernel.shape, q.values));
@@ -114,8 +123,8 @@ json Int8Quantizer::quantize(const json& graph, ramjet::Example& params, ramjet:
   }
   for (auto& node : qgraph.at("nodes")) {
     const std::string name = node.at("name"), op = node.at("op");
-    // A conv2d_transpose's kernel is int8 with one scale in full integer (its output channels are not the innermost
-    // axis of [kh, kw, filters, in]); dynamic range leaves it float32, for TFLite's float TRANSPOSE_CONV.
+    // A conv2d_transpose's kernel is int8 in full integer; dynamic range leaves it float32, for TFLite's float
+    // TRANSPOSE_CONV.
     const bool weighted = op == "conv2d" || op == "dense" || (op == "conv2d_transpose" && full_integer_);
     if (full_integer_) {
       check_int8_form(node);

@@ -6,16 +6,18 @@
 
 namespace tflite_plugin {
 
-QuantizedWeights quantize_symmetric(std::span<const float> weights, int64_t channels) {
+QuantizedWeights quantize_symmetric(std::span<const float> weights, int64_t channels, int64_t inner) {
   const auto c = static_cast<size_t>(channels < 1 ? 1 : channels);
+  const auto n = static_cast<size_t>(inner < 1 ? 1 : inner);
+  auto channel = [c, n](size_t i) { return (i / n) % c; };
   std::vector<float> abs_max(c, 0.0f);
-  for (size_t i = 0; i < weights.size(); ++i) abs_max[i % c] = std::max(abs_max[i % c], std::abs(weights[i]));
+  for (size_t i = 0; i < weights.size(); ++i) abs_max[channel(i)] = std::max(abs_max[channel(i)], std::abs(weights[i]));
   QuantizedWeights q;
   q.scales.resize(c);
   for (size_t k = 0; k < c; ++k) q.scales[k] = abs_max[k] > 0 ? abs_max[k] / 127.0f : 1.0f / 127.0f;
   q.values.resize(weights.size());
   for (size_t i = 0; i < weights.size(); ++i) {
-    const float v = std::round(weights[i] / q.scales[i % c]);
+    const float v = std::round(weights[i] / q.scales[channel(i)]);
     q.values[i] = static_cast<int8_t>(std::clamp(v, -127.0f, 127.0f));
   }
   return q;

@@ -1,5 +1,5 @@
 // Weight and bias quantization per the TFLite 8-bit spec: symmetric int8 weights in [-127, 127] with zero point
-// 0 (per channel along the innermost IR axis, or per tensor), int32 biases with scale = input × weight scale.
+// 0 (per channel along one IR axis, or per tensor), int32 biases with scale = input × weight scale.
 #pragma once
 
 #include <cstdint>
@@ -13,10 +13,10 @@ struct QuantizedWeights {
   std::vector<float> scales;  // one per channel, or one
 };
 
-// `channels` is the size of the innermost axis for per-channel scales (IR conv kernels [kh, kw, in, out]), or 1
-// for one scale over the whole tensor. scale = max|w| / 127; a channel of zeros gets 1/127 so the bias that
-// rides on it stays representable.
-QuantizedWeights quantize_symmetric(std::span<const float> weights, int64_t channels);
+// `channels` is the size of the per-channel axis, or 1 for one scale over the whole tensor; `inner` the product of
+// the axes after it (1 for IR conv kernels [kh, kw, in, out]; `in` for conv2d_transpose's [kh, kw, out, in]).
+// scale = max|w| / 127; a channel of zeros gets 1/127 so the bias that rides on it stays representable.
+QuantizedWeights quantize_symmetric(std::span<const float> weights, int64_t channels, int64_t inner = 1);
 
 struct QuantizedBias {
   std::vector<int32_t> values;

@@ -30,7 +30,8 @@ std::vector<T> hwoi_to_ohwi(const T* w, const Shape& k) {
 }  // namespace
 
 // Inputs in TFLite's order: the output shape (an int32 constant [1, OH, OW, F]), the OHWI weights, the input, the
-// bias. Full integer: int8 weights with one scale (the quantizer's), int32 bias; dynamic range: all float32.
+// bias. Full integer: int8 weights with a scale per filter (quantized dimension 0 of OHWI) or one, int32 bias;
+// dynamic range: all float32.
 void ModelWriter::conv2d_transpose(const json& node) {
   const Shape& in = shape_of(node.at("inputs").at(0));
   const std::string kernel_name = node.at("params").at("kernel");
@@ -61,7 +62,8 @@ void ModelWriter::conv2d_transpose(const json& node) {
     weights = tables_.add_tensor(kernel_name, ohwi_shape, tfl::TensorType_FLOAT32, buffer, 0, false);
   } else {
     const TensorQuant kq = kernel_quant(node, kernel_name);
-    if (kq.scale.size() != 1) fail(describe(node) + ": TRANSPOSE_CONV weights are quantized per tensor here");
+    if (kq.scale.size() != 1 && (kq.axis != 2 || static_cast<int64_t>(kq.scale.size()) != k[2]))
+      fail(describe(node) + ": TRANSPOSE_CONV weights need one scale, or one per filter on IR axis 2");
     const std::vector<int8_t> ohwi = hwoi_to_ohwi(param_data<int8_t>(kernel_name, node, count), k);
     const uint32_t buffer = tables_.add_buffer(ohwi.data(), ohwi.size());
     weights = tables_.add_tensor(kernel_name, ohwi_shape, tfl::TensorType_INT8, buffer, tables_.quantization(kq, 0), false);
