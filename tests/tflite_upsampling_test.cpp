@@ -92,6 +92,44 @@ print("RESULT " + json.dumps({"ops": ops, "output": [float(v) for v in it.get_te
   return json::parse(r.output.substr(at + 7));
 }
 
+// A decoder taking x [4, 5, 3], run in float32 on a random batch (every node's output kept), calibrated on that
+// batch, quantized to full integer with a float32 interface and exported to `file`.
+struct QuantizedDecoder {
+  static constexpr int64_t kPerExample = 4 * 5 * 3;
+  json ir, qgraph;
+  Example params, out, qparams;
+  std::vector<float> x;
+};
+
+void quantize_decoder(const json& model, int64_t batch, uint32_t param_seed, uint32_t data_seed, const fs::path& file,
+                      QuantizedDecoder& q) {
+  q.ir = build_graph(model, Origin{"test.json"}).ir;
+  q.ir.erase("loss");
+  q.ir.erase("labels");
+  json every = q.ir;
+  every["outputs"] = json::array();
+  for (const auto& n : q.ir["nodes"]) every["outputs"].push_back(n["name"]);
+  q.params = random_params(q.ir, param_seed, 0.4f);
+  Harness h;
+  Status s = h.compile(every, {{"batch", batch}});
+  ASSERT_TRUE(s.ok()) << s.message;
+  ASSERT_TRUE(h.set_state("parameters", q.params).ok());
+  std::mt19937 rng(data_seed);
+  q.x = uniform(static_cast<size_t>(batch * QuantizedDecoder::kPerExample), rng);
+  Example in;
+  put(in, "x", {batch, 4, 5, 3}, q.x);
+  s = h.forward(in, q.out, false);
+  ASSERT_TRUE(s.ok()) << s.message;
+
+  Int8Plugin plugin({{"input_type", "float32"}, {"output_type", "float32"}});
+  ASSERT_TRUE(plugin.observe("x", q.x).ok());
+  for (const auto& n : q.ir["nodes"]) ASSERT_TRUE(plugin.observe(n["name"], values(q.out, n["name"])).ok());
+  s = plugin.quantize(q.ir, q.params, q.qgraph, q.qparams);
+  ASSERT_TRUE(s.ok()) << s.message;
+  s = plugin.export_model(q.qgraph, q.qparams, file);
+  ASSERT_TRUE(s.ok()) << s.message;
+}
+
 }  // namespace
 
 TEST(TfliteUpsampling, LiteRtRunsTransposeConvAndResizesCloseToRamjetsFloatOutputs) {
@@ -106,43 +144,19 @@ TEST(TfliteUpsampling, LiteRtRunsTransposeConvAndResizesCloseToRamjetsFloatOutpu
         {{"type", "resize"}, {"name", "r"}, {"height", 7}, {"width", 9}, {"interpolation", "nearest"}},
         {{"type", "conv2d_transpose"}, {"name", "t2"}, {"filters", 2}, {"kernel", 2}, {"strides", 2}}}},
       {"loss", {{"type", "mse"}}}};
-  json ir = build_graph(model, Origin{"test.json"}).ir;
-  ir.erase("loss");
-  ir.erase("labels");
-  json every = ir;
-  every["outputs"] = json::array();
-  for (const auto& n : ir["nodes"]) every["outputs"].push_back(n["name"]);
-
-  // ramjet's float activations of a calibration batch, every node's, and the float reference.
   const int64_t batch = 16;
-  Example params = random_params(ir, 3, 0.4f);
-  Harness h;
-  Status s = h.compile(every, {{"batch", batch}});
-  ASSERT_TRUE(s.ok()) << s.message;
-  ASSERT_TRUE(h.set_state("parameters", params).ok());
-  std::mt19937 rng(21);
-  const std::vector<float> x = uniform(static_cast<size_t>(batch * 4 * 5 * 3), rng);
-  Example in, out;
-  put(in, "x", {batch, 4, 5, 3}, x);
-  s = h.forward(in, out, false);
-  ASSERT_TRUE(s.ok()) << s.message;
-
-  Int8Plugin plugin({{"input_type", "float32"}, {"output_type", "float32"}});
-  ASSERT_TRUE(plugin.observe("x", x).ok());
-  for (const auto& n : ir["nodes"]) ASSERT_TRUE(plugin.observe(n["name"], values(out, n["name"])).ok());
-  json qgraph;
-  Example qparams;
-  s = plugin.quantize(ir, params, qgraph, qparams);
-  ASSERT_TRUE(s.ok()) << s.message;
   ramjet::test::TempDir tmp;
   const fs::path file = tmp / "decoder.tflite";
-  s = plugin.export_model(qgraph, qparams, file);
-  ASSERT_TRUE(s.ok()) << s.message;
-  const std::vector<float> want_all = values(out, "t2");
+  QuantizedDecoder q;
+  ASSERT_NO_FATAL_FAILURE(quantize_decoder(model, batch, 3, 21, file, q));
+  const json& qgraph = q.qgraph;
+  const std::vector<float>& x = q.x;
+  const std::vector<float> want_all = values(q.out, "t2");
   const size_t per_example = want_all.size() / static_cast<size_t>(batch);
   const float out_scale = qgraph["quantization"]["tensors"]["t2"]["scale"][0].get<float>();
   for (int64_t example : {0, 5}) {
-    const std::vector<float> one(x.begin() + example * 60, x.begin() + (example + 1) * 60);
+    const std::vector<float> one(x.begin() + example * QuantizedDecoder::kPerExample,
+                                 x.begin() + (example + 1) * QuantizedDecoder::kPerExample);
     const auto result = run_litert(file, one, tmp);
     if (!result) GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << ramjet::test::venv_python();
     EXPECT_EQ((*result)["ops"], (json{"QUANTIZE", "TRANSPOSE_CONV", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR",
@@ -277,54 +291,31 @@ TEST(TfliteUpsampling, TheCpuBackendsInt8ProgramGivesWhatLiteRtGivesForTheSameFi
         {{"type", "concat"}, {"name", "j"}, {"axis", 1}, {"inputs", {"n", "t2", "b"}}},
         {{"type", "concat"}, {"name", "k"}, {"axis", 2}, {"inputs", {"j", "j"}}}}},
       {"loss", {{"type", "mse"}}}};
-  json ir = build_graph(model, Origin{"test.json"}).ir;
-  ir.erase("loss");
-  ir.erase("labels");
-  json every = ir;
-  every["outputs"] = json::array();
-  for (const auto& n : ir["nodes"]) every["outputs"].push_back(n["name"]);
-
   const int64_t batch = 8;
-  Example params = random_params(ir, 5, 0.4f);
-  Harness h;
-  Status s = h.compile(every, {{"batch", batch}});
-  ASSERT_TRUE(s.ok()) << s.message;
-  ASSERT_TRUE(h.set_state("parameters", params).ok());
-  std::mt19937 rng(8);
-  const std::vector<float> x = uniform(static_cast<size_t>(batch * 60), rng);
-  Example in, out;
-  put(in, "x", {batch, 4, 5, 3}, x);
-  s = h.forward(in, out, false);
-  ASSERT_TRUE(s.ok()) << s.message;
-
-  Int8Plugin plugin({{"input_type", "float32"}, {"output_type", "float32"}});
-  ASSERT_TRUE(plugin.observe("x", x).ok());
-  for (const auto& n : ir["nodes"]) ASSERT_TRUE(plugin.observe(n["name"], values(out, n["name"])).ok());
-  json qgraph;
-  Example qparams;
-  s = plugin.quantize(ir, params, qgraph, qparams);
-  ASSERT_TRUE(s.ok()) << s.message;
   ramjet::test::TempDir tmp;
   const fs::path file = tmp / "image_ops.tflite";
-  s = plugin.export_model(qgraph, qparams, file);
-  ASSERT_TRUE(s.ok()) << s.message;
+  QuantizedDecoder q;
+  ASSERT_NO_FATAL_FAILURE(quantize_decoder(model, batch, 5, 8, file, q));
+  const json& qgraph = q.qgraph;
+  const std::vector<float>& x = q.x;
 
   Harness int8;
-  s = int8.compile(qgraph, {{"precision", "int8"}, {"batch", batch}});
+  Status s = int8.compile(qgraph, {{"precision", "int8"}, {"batch", batch}});
   ASSERT_TRUE(s.ok()) << s.message;
-  s = int8.set_state("parameters", qparams);
+  s = int8.set_state("parameters", q.qparams);
   ASSERT_TRUE(s.ok()) << s.message;
   Example in8, out8;
   put(in8, "x", {batch, 4, 5, 3}, x);
   s = int8.forward(in8, out8, false);
   ASSERT_TRUE(s.ok()) << s.message;
-  const std::vector<float> ours = values(out8, "k"), floats = values(out, "k");
+  const std::vector<float> ours = values(out8, "k"), floats = values(q.out, "k");
   const size_t per_example = ours.size() / static_cast<size_t>(batch);
   ASSERT_EQ(per_example, size_t{59 * 52 * 2});  // 15 + 22 + 22 rows
   const float step = qgraph["quantization"]["tensors"]["k"]["scale"][0].get<float>();
 
   for (int64_t example : {0, 5}) {
-    const std::vector<float> one(x.begin() + example * 60, x.begin() + (example + 1) * 60);
+    const std::vector<float> one(x.begin() + example * QuantizedDecoder::kPerExample,
+                                 x.begin() + (example + 1) * QuantizedDecoder::kPerExample);
     const auto result = run_litert(file, one, tmp, /*builtin_kernels=*/true);
     if (!result) GTEST_SKIP() << "LiteRT (ai-edge-litert) is not installed in " << ramjet::test::venv_python();
     const auto litert = (*result)["output"].get<std::vector<float>>();
