@@ -487,6 +487,19 @@ TEST(OnednnInt8, ResidualAddMatchesTfliteFixedPointExactly) {
 // input zero point other than -128 (a linear 1x1 convolution's output), SAME-style padding that must read that
 // zero point, 20 filters (a partial block of 16 lanes) and a max pool fused over its output that drops the last
 // row and column.
+TEST(OnednnInt8, MaxPoolOfAWideConvolutionMatchesTheIntegerReference) {
+  // 8 input channels make a kernel row too wide for the small-convolution kernel, so the pool is its own step (the
+  // plugin's nhwc loop where the convolution writes nhwc); 7x7 pools to 3x3, leaving the last row and column out.
+  QModel m(4, 17);
+  m.input("image", {7, 7, 8});
+  m.conv("conv", "image", 16, 3, 1, {1, 1, 1, 1}, 1, "relu");
+  m.max_pool("pool", "conv", 2);
+  m.flatten("flat", "pool");
+  m.dense("logits", "flat", 5, "linear");
+  expect_backend_matches(m, "logits", 4);
+  expect_backend_matches(m, "pool", 4);
+}
+
 TEST(OnednnInt8, SmallConvWithAZeroPointPaddingAndAFusedPoolMatchesTheIntegerReference) {
   QModel m(3, 41);
   m.input("image", {9, 9, 2});
