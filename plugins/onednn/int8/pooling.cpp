@@ -32,6 +32,15 @@ Window window_of(const NodeSpec& node, const Shape& in, bool global) {
   return w;
 }
 
+// Calls visit(n, oy, ox) for every output pixel of N images pooled by `w`, the pixels shared among the threads.
+template <class Visit>
+void for_each_output(int64_t N, const Window& w, const Visit& visit) {
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t oy = 0; oy < w.oh; ++oy)
+      for (int64_t ox = 0; ox < w.ow; ++ox) visit(n, oy, ox);
+}
+
 class MaxPool : public QStep {
  public:
   MaxPool(const NodeSpec& node, QBuilder& b, bool global) {
@@ -83,21 +92,18 @@ class MaxPoolNhwc : public QStep {
     const auto* src = static_cast<const uint8_t*>(src_.get_data_handle());
     auto* dst = static_cast<uint8_t*>(dst_.get_data_handle());
     const Window w = w_;
-    const int64_t N = N_, H = H_, W = W_, C = C_;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t oy = 0; oy < w.oh; ++oy)
-        for (int64_t ox = 0; ox < w.ow; ++ox) {
-          uint8_t* __restrict out = dst + ((n * w.oh + oy) * w.ow + ox) * C;
-          const uint8_t* __restrict corner = src + ((n * H + oy * w.sh) * W + ox * w.sw) * C;
-          std::memcpy(out, corner, static_cast<size_t>(C));
-          for (int64_t ky = 0; ky < w.kh; ++ky)
-            for (int64_t kx = 0; kx < w.kw; ++kx) {
-              const uint8_t* __restrict in = corner + (ky * W + kx) * C;
+    const int64_t H = H_, W = W_, C = C_;
+    for_each_output(N_, w, [&](int64_t n, int64_t oy, int64_t ox) {
+      uint8_t* __restrict out = dst + ((n * w.oh + oy) * w.ow + ox) * C;
+      const uint8_t* __restrict corner = src + ((n * H + oy * w.sh) * W + ox * w.sw) * C;
+      std::memcpy(out, corner, static_cast<size_t>(C));
+      for (int64_t ky = 0; ky < w.kh; ++ky)
+        for (int64_t kx = 0; kx < w.kw; ++kx) {
+          const uint8_t* __restrict in = corner + (ky * W + kx) * C;
 #pragma omp simd
-              for (int64_t c = 0; c < C; ++c) out[c] = std::max(out[c], in[c]);
-            }
+          for (int64_t c = 0; c < C; ++c) out[c] = std::max(out[c], in[c]);
         }
+    });
   }
 
  private:
@@ -128,22 +134,19 @@ class AvgPool : public QStep {
     const auto* src = static_cast<const uint8_t*>(src_.get_data_handle());
     auto* dst = static_cast<uint8_t*>(dst_.get_data_handle());
     const Window w = w_;
-    const int64_t N = N_, H = H_, W = W_, C = C_;
-#pragma omp parallel for collapse(2) schedule(static)
-    for (int64_t n = 0; n < N; ++n)
-      for (int64_t oy = 0; oy < w.oh; ++oy)
-        for (int64_t ox = 0; ox < w.ow; ++ox) {
-          const int64_t y0 = std::max<int64_t>(oy * w.sh - w.pt, 0), y1 = std::min(oy * w.sh - w.pt + w.kh, H);
-          const int64_t x0 = std::max<int64_t>(ox * w.sw - w.pl, 0), x1 = std::min(ox * w.sw - w.pl + w.kw, W);
-          const int32_t count = static_cast<int32_t>((y1 - y0) * (x1 - x0));
-          uint8_t* out = dst + ((n * w.oh + oy) * w.ow + ox) * C;
-          for (int64_t c = 0; c < C; ++c) {
-            int32_t sum = 0;
-            for (int64_t y = y0; y < y1; ++y)
-              for (int64_t x = x0; x < x1; ++x) sum += src[((n * H + y) * W + x) * C + c];
-            out[c] = global_ ? mean(sum, count) : average(sum, count);
-          }
-        }
+    const int64_t H = H_, W = W_, C = C_;
+    for_each_output(N_, w, [&](int64_t n, int64_t oy, int64_t ox) {
+      const int64_t y0 = std::max<int64_t>(oy * w.sh - w.pt, 0), y1 = std::min(oy * w.sh - w.pt + w.kh, H);
+      const int64_t x0 = std::max<int64_t>(ox * w.sw - w.pl, 0), x1 = std::min(ox * w.sw - w.pl + w.kw, W);
+      const int32_t count = static_cast<int32_t>((y1 - y0) * (x1 - x0));
+      uint8_t* out = dst + ((n * w.oh + oy) * w.ow + ox) * C;
+      for (int64_t c = 0; c < C; ++c) {
+        int32_t sum = 0;
+        for (int64_t y = y0; y < y1; ++y)
+          for (int64_t x = x0; x < x1; ++x) sum += src[((n * H + y) * W + x) * C + c];
+        out[c] = global_ ? mean(sum, count) : average(sum, count);
+      }
+    });
   }
 
  private:
