@@ -19,12 +19,6 @@ QValue& image_input(const NodeSpec& node, QBuilder& b) {
   return in;
 }
 
-void check_output_shape(const NodeSpec& node, const Shape& shape) {
-  if (node.shape != shape)
-    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape is " + shape_string(shape) + ", the graph says " +
-                                               shape_string(node.shape));
-}
-
 // A u8 reorder between two views of nhwc buffers; the output first filled with `fill` when it has one.
 class MoveStep : public QStep {
  public:
@@ -116,12 +110,13 @@ class Resize : public QStep {
       for (int64_t oy = 0; oy < OH; ++oy) {
         const uint8_t* in = src + n * image;
         uint8_t* out = dst + ((n * OH + oy) * OW) * C;
+        if (!bilinear_) {
+          const uint8_t* source_row = in + rows_[static_cast<size_t>(oy)] * row;
+          for (int64_t ox = 0; ox < OW; ++ox, out += C)
+            std::memcpy(out, source_row + cols_[static_cast<size_t>(ox)] * C, static_cast<size_t>(C));
+          continue;
+        }
         for (int64_t ox = 0; ox < OW; ++ox, out += C) {
-          if (!bilinear_) {
-            std::memcpy(out, in + rows_[static_cast<size_t>(oy)] * row + cols_[static_cast<size_t>(ox)] * C,
-                        static_cast<size_t>(C));
-            continue;
-          }
           const Taps& y = row_taps_[static_cast<size_t>(oy)];
           const Taps& x = col_taps_[static_cast<size_t>(ox)];
           const uint8_t* p00 = in + y.lo * row + x.lo * C;

@@ -26,9 +26,7 @@ Window window_of(const NodeSpec& node, const Shape& in, bool global) {
     node.fail(RAMJET_ERR_INVALID_ARGUMENT, "pool and strides must be >= 1, padding >= 0");
   w.oh = (in[0] + w.pt + w.pb - w.kh) / w.sh + 1;
   w.ow = (in[1] + w.pl + w.pr - w.kw) / w.sw + 1;
-  if (w.oh < 1 || w.ow < 1 || node.shape != Shape{w.oh, w.ow, in[2]})
-    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape is " + shape_string({w.oh, w.ow, in[2]}) +
-                                               ", the graph says " + shape_string(node.shape));
+  check_output_shape(node, {w.oh, w.ow, in[2]});  // a window larger than the input gives no graph's shape
   return w;
 }
 

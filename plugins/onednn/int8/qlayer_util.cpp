@@ -26,6 +26,12 @@ const ActivationQuant& output_quant(const NodeSpec& node, const QBuilder& b) {
   return b.quant().activation(node.name);
 }
 
+void check_output_shape(const NodeSpec& node, const Shape& shape) {
+  if (node.shape != shape)
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape is " + shape_string(shape) + ", the graph says " +
+                                               shape_string(node.shape));
+}
+
 const ActivationQuant& same_quant(const NodeSpec& node, const QBuilder& b, const QValue& in) {
   const ActivationQuant& out = output_quant(node, b);
   if (!out.same_as(in.quant))

@@ -15,6 +15,8 @@ ClampRange activation_range(const NodeSpec& node, const ActivationQuant& out);
 
 QValue& only_input(const NodeSpec& node, QBuilder& b);
 const ActivationQuant& output_quant(const NodeSpec& node, const QBuilder& b);
+// Refuses a node whose graph shape is not `shape`, the one its input and attributes give.
+void check_output_shape(const NodeSpec& node, const Shape& shape);
 // The output's quantization of an op that keeps its input's (pools, resizes, pads, crops: docs/quantized-graph.md);
 // a qgraph that says otherwise is refused.
 const ActivationQuant& same_quant(const NodeSpec& node, const QBuilder& b, const QValue& in);

@@ -34,9 +34,7 @@ class QConv2DTranspose : public QStep {
       node.fail(RAMJET_ERR_INVALID_ARGUMENT, "filters, kernel and strides must be >= 1, padding's top and left >= 0");
     OH_ = (H_ - 1) * sh_ + kh_ - pad[0] - pad[1];
     OW_ = (W_ - 1) * sw_ + kw_ - pad[2] - pad[3];
-    if (OH_ < 1 || OW_ < 1 || node.shape != Shape{OH_, OW_, F_})
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape is " + shape_string({OH_, OW_, F_}) +
-                                                 ", the graph says " + shape_string(node.shape));
+    check_output_shape(node, {OH_, OW_, F_});  // padding that leaves no output gives no graph's shape
     J_ = kh_ * kw_ * F_;
     checked_param(node, b, "kernel", true, {kh_, kw_, F_, C_}, true);
     checked_param(node, b, "bias", false, {F_}, false);

@@ -82,9 +82,7 @@ class QConv2D : public WeightedStep {
     const ConvGeometry g = conv_geometry(node, in.shape);
     const int64_t H = g.H, W = g.W, C = g.C, F = g.F, G = g.G, OH = g.OH, OW = g.OW;
     const auto &k = g.kernel, &s = g.strides, &pad = g.padding, &d = g.dilation;
-    if (node.shape != Shape{OH, OW, F})
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape is " + shape_string({OH, OW, F}) + ", the graph says " +
-                                                 shape_string(node.shape));
+    check_output_shape(node, {OH, OW, F});
     checked_param(node, b, "kernel", true, {k[0], k[1], C / G, F}, true);
     checked_param(node, b, "bias", false, {F}, false);
     channels_ = F;
@@ -158,9 +156,7 @@ class ExactWeightedStep : public QStep {
   static std::unique_ptr<QStep> conv(const NodeSpec& node, QBuilder& b) {
     QValue& in = only_input(node, b);
     const ConvGeometry g = conv_geometry(node, in.shape);
-    if (node.shape != Shape{g.OH, g.OW, g.F})
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the output shape is " + shape_string({g.OH, g.OW, g.F}) +
-                                                 ", the graph says " + shape_string(node.shape));
+    check_output_shape(node, {g.OH, g.OW, g.F});
     checked_param(node, b, "kernel", true, {g.kernel[0], g.kernel[1], g.C / g.G, g.F}, true);
     checked_param(node, b, "bias", false, {g.F}, false);
     ExactConvShape s;
