@@ -83,6 +83,32 @@ void add_memory(const dnnl::memory& dst, const dnnl::memory& src) {
   add_floats(floats(dst), floats(src), float_count(dst));
 }
 
+void convert_memory(const dnnl::memory& dst, const dnnl::memory& src, bool accumulate) {
+  if (is_bf16(dst)) {
+    uint16_t* d = halves(dst);
+    const float* s = floats(src);
+    const int64_t m = static_cast<int64_t>(half_count(dst));
+    if (accumulate) {
+#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(static)
+      for (int64_t i = 0; i < m; ++i) d[i] = narrow(widen(d[i]) + s[i]);
+    } else {
+#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(static)
+      for (int64_t i = 0; i < m; ++i) d[i] = narrow(s[i]);
+    }
+    return;
+  }
+  float* d = floats(dst);
+  const uint16_t* s = halves(src);
+  const int64_t m = static_cast<int64_t>(float_count(dst));
+  if (accumulate) {
+#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(static)
+    for (int64_t i = 0; i < m; ++i) d[i] += widen(s[i]);
+  } else {
+#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(static)
+    for (int64_t i = 0; i < m; ++i) d[i] = widen(s[i]);
+  }
+}
+
 void dropout_memory(const dnnl::memory& dst, const dnnl::memory& src, float rate, uint64_t seed, uint64_t salt) {
   if (is_bf16(dst)) return dropout_halves(halves(dst), halves(src), half_count(dst), rate, seed, salt);
   dropout_apply(floats(dst), floats(src), float_count(dst), rate, seed, salt);

@@ -44,6 +44,8 @@ void dropout_apply(float* dst, const float* src, size_t n, float rate, uint64_t 
 void zero_memory(const dnnl::memory& m);
 void copy_memory(const dnnl::memory& dst, const dnnl::memory& src);
 void add_memory(const dnnl::memory& dst, const dnnl::memory& src);  // dst += src
+// dst = src (or dst += src) between float32 and bf16 buffers that hold the same elements in the same order.
+void convert_memory(const dnnl::memory& dst, const dnnl::memory& src, bool accumulate);
 void dropout_memory(const dnnl::memory& dst, const dnnl::memory& src, float rate, uint64_t seed, uint64_t salt);
 
 }  // namespace onednn

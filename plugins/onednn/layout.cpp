@@ -24,21 +24,62 @@ md canonical_md(int64_t n, const Shape& shape, dt type) {
   return md(dims, type, row_major_strides(dims));
 }
 
+namespace {
+
+// Each axis's stride in a plain or whole-blocked layout, or false. A layout blocked once by the whole of one dim
+// (nChw16c with 16 channels) is that dim innermost: a plain layout in all but name, and the commonest one a
+// convolution picks for a 16-channel map.
+bool plain_strides(const md& m, dnnl::memory::dims& strides) {
+  const dnnl_memory_desc_t& d = m.data;
+  if (d.format_kind != dnnl_blocked || d.offset0 != 0) return false;
+  const dnnl_blocking_desc_t& blocking = d.format_desc.blocking;
+  int whole_block = -1;
+  if (blocking.inner_nblks == 1) {
+    whole_block = static_cast<int>(blocking.inner_idxs[0]);
+    if (blocking.inner_blks[0] != d.dims[whole_block]) return false;
+  } else if (blocking.inner_nblks != 0) {
+    return false;
+  }
+  strides.assign(static_cast<size_t>(d.ndims), 0);
+  for (int i = 0; i < d.ndims; ++i) {
+    if (d.padded_dims[i] != d.dims[i]) return false;
+    strides[static_cast<size_t>(i)] = i == whole_block ? 1 : blocking.strides[i];
+  }
+  return true;
+}
+
+bool dense(const md& m) {
+  int64_t count = 1;
+  for (int64_t d : m.dims()) count *= d;
+  return static_cast<size_t>(count) * dnnl::memory::data_type_size(m.data_type()) == m.get_size();
+}
+
+}  // namespace
+
 bool same_bytes(const md& a, const md& b) {
   if (a.data_type() != b.data_type() || a.get_size() != b.get_size()) return false;
   using Axis = std::pair<int64_t, int64_t>;  // (stride, extent)
   auto axes = [](const md& m, std::vector<Axis>& out) {
-    const dnnl_memory_desc_t& d = m.data;
-    if (d.format_kind != dnnl_blocked || d.format_desc.blocking.inner_nblks != 0 || d.offset0 != 0) return false;
-    for (int i = 0; i < d.ndims; ++i) {
-      if (d.padded_dims[i] != d.dims[i]) return false;
-      if (d.dims[i] != 1) out.emplace_back(d.format_desc.blocking.strides[i], d.dims[i]);
-    }
+    dnnl::memory::dims strides;
+    if (!plain_strides(m, strides)) return false;
+    const dnnl::memory::dims dims = m.dims();
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (dims[i] != 1) out.emplace_back(strides[i], dims[i]);
     std::sort(out.begin(), out.end(), std::greater<>());
     return true;
   };
   std::vector<Axis> x, y;
   return axes(a, x) && axes(b, y) && x == y;
+}
+
+bool same_order(const md& a, const md& b) {
+  if (a.dims() != b.dims() || !dense(a) || !dense(b)) return false;
+  dnnl::memory::dims x, y;
+  if (!plain_strides(a, x) || !plain_strides(b, y)) return false;
+  const dnnl::memory::dims dims = a.dims();
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1 && x[i] != y[i]) return false;
+  return true;
 }
 
 md any_md(int64_t n, const Shape& shape, dt type) { return md(batch_dims(n, shape), type, tag::any); }

@@ -30,6 +30,9 @@ md hwio_kernel_md(int64_t kh, int64_t kw, int64_t C, int64_t F, int64_t G, dt ty
 // Whether two descriptors lay out the same elements in the same bytes (plain layouts whose axes, ignoring those of
 // extent 1, walk memory in the same order): a [N, T, C] sequence and the {N, C, 1, T} nhwc image it also is.
 bool same_bytes(const md& a, const md& b);
+// Two descriptors of the same dims whose every axis has the same stride in both, with no gaps, in any data types:
+// copying or converting one to the other is one pass over a flat run of values.
+bool same_order(const md& a, const md& b);
 // Row-major strides of `dims`.
 dnnl::memory::dims row_major_strides(const dnnl::memory::dims& dims);
 

@@ -11,10 +11,10 @@ class Relayout {
   // With `accumulate`, dst += src instead of dst = src.
   Relayout(const dnnl::memory& src, const dnnl::memory& dst, bool accumulate = false);
   void run(const Exec& exec) const;
-  bool is_reorder() const { return kind_ == Kind::reorder; }
+  bool is_reorder() const { return kind_ != Kind::none && kind_ != Kind::copy && kind_ != Kind::add; }
 
  private:
-  enum class Kind { none, copy, add, reorder };
+  enum class Kind { none, copy, add, reorder, convert, convert_add };
   Kind kind_ = Kind::none;
   dnnl::memory src_, dst_;
   dnnl::reorder reorder_;

@@ -1,6 +1,6 @@
 // concat along any per-example axis ("axis": counted from the end, -1 the last, or from 0): each input is reordered
-// straight into its slice of the canonical (nhwc or row-major) output, and backward reorders each slice of the
-// gradient back.
+// straight into its slice of the output (canonical, nhwc or row-major, or a producer's channel-blocked layout), and
+// backward reorders each slice of the gradient back.
 #include "../layout.hpp"
 #include "../relayout.hpp"
 #include "registry.hpp"
@@ -12,6 +12,27 @@ namespace {
 int onednn_axis(const Shape& shape, size_t k) {
   if (is_image(shape)) return k == 2 ? 1 : static_cast<int>(k) + 2;
   return static_cast<int>(k) + 1;
+}
+
+// The output's layout: a channel join of images whose channel counts all fill whole blocks of the blocked layout a
+// producer chose (nChw16c from a convolution) keeps that layout, so that the convolution reading the join takes
+// it as it is and hands its gradient back in it; otherwise the canonical layout.
+md output_desc(const LayerBuilder& b, const Shape& out, size_t k) {
+  const int64_t N = b.batch();
+  const md canonical = canonical_md(N, out, b.compute_type());
+  if (!is_image(out) || k != 2) return canonical;
+  for (const tag blocked : {tag::aBcd16b, tag::aBcd8b}) {
+    const int64_t block = blocked == tag::aBcd16b ? 16 : 8;
+    bool fills = true, chosen = false;
+    for (size_t i = 0; i < b.input_count(); ++i) {
+      const Value& in = b.input(i);
+      fills = fills && in.shape[2] % block == 0;
+      const md& d = in.mem.get_desc();
+      chosen = chosen || d == md(d.dims(), d.data_type(), blocked);
+    }
+    if (fills && chosen) return md(batch_dims(N, out), b.compute_type(), blocked);
+  }
+  return canonical;
 }
 
 class Concat : public Layer {
@@ -40,7 +61,7 @@ class Concat : public Layer {
     }
     b.check_shape(out);
     const int64_t N = b.batch();
-    const md out_md = canonical_md(N, out, b.compute_type());
+    const md out_md = output_desc(b, out, k);
     b.define_output(out_md);
     Value& o = b.output();
     out_ = &o;

@@ -63,8 +63,11 @@ class Conv2D : public WeightedLayer {
     const md keras_kernel = hwio_kernel_md(k[0], k[1], C, F, G, dt::f32);
     const dnnl::memory::dims wdims = keras_kernel.dims();
     const md bias_md = bias ? row_major_md({F}) : md();
-    const tag image_tag = sequence ? tag::nhwc : tag::any;
-    const md src_any({N, C, H, W}, type, image_tag), dst_any({N, F, OH, OW}, type, image_tag);
+    // A one-channel output (an image-to-image model's last layer) stays plain, nhwc in and out, where oneDNN has a
+    // kernel for that: a blocked layout would pad its one channel to 16, and every later pass over it (the residual
+    // add, the loss's float32 copy) would move 16 times the bytes.
+    tag image_tag = sequence || F == 1 ? tag::nhwc : tag::any;
+    md src_any({N, C, H, W}, type, image_tag), dst_any({N, F, OH, OW}, type, image_tag);
     const md wei_any(wdims, type, tag::any);
     const md diff_wei_any(wdims, dt::f32, tag::any);  // bf16 or not, the weight gradient comes out float32
     const dnnl::memory::dims strides{s[0], s[1]}, dilates{d[0] - 1, d[1] - 1}, pad_l{pad[0], pad[2]},
@@ -86,6 +89,12 @@ class Conv2D : public WeightedLayer {
     } catch (const dnnl::error&) {
       if (algorithm == dnnl::algorithm::convolution_direct) throw;
       algorithm = dnnl::algorithm::convolution_direct;
+      pd = forward_pd(algorithm);
+    }
+    if (!sequence && image_tag == tag::nhwc && is_reference(pd)) {
+      image_tag = tag::any;
+      src_any = md({N, C, H, W}, type, image_tag);
+      dst_any = md({N, F, OH, OW}, type, image_tag);
       pd = forward_pd(algorithm);
     }
     fwd_ = dnnl::convolution_forward(pd);
