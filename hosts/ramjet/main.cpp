@@ -385,9 +385,15 @@ int run_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // OpenMP runtimes (oneDNN's) spin between parallel regions by default. Measured on a 2-core machine: passive
-  // waiting trains as fast when the machine is quiet and 1.7x faster when one other process competes for the
-  // cores. Set before any plugin loads its runtime; a user's own setting wins.
+  // How OpenMP's idle threads (oneDNN's, GNU libgomp) wait for the next parallel region. By default they spin
+  // about 3 ms, which starves a process that competes for the cores: 1.7x slower training beside one busy process
+  // on 2 cores. Sleeping at once (passive) costs a wake-up of about 40 us per oneDNN primitive instead, 20-30 % of
+  // a small model's step on a 2-vCPU VM. A short spin (3,000 rounds, some tens of microseconds) keeps the threads
+  // awake between the primitives of one step and asleep otherwise: measured on the deblurring U-Net, as fast as
+  // spinning when the machine is quiet and as fast as passive beside a busy process (docs/benchmarks.md). Set
+  // before any plugin loads its runtime; a user's own setting of either variable wins.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr)
+    setenv("GOMP_SPINCOUNT", "3000", 0);
   setenv("OMP_WAIT_POLICY", "passive", 0);
   const int code = run_command(argc, argv);
   if (code != kExitOk) remove_made_folders_left_empty();  // a run that failed leaves no empty output folder
