@@ -33,3 +33,33 @@ TEST(OnednnKernels, TheTutorialCnnTrainsOnJitKernelsOnly) {
   EXPECT_GT(executed, 20) << "ONEDNN_VERBOSE printed no executions; the check saw nothing:\n" << r.output;
   EXPECT_EQ(reference, "") << "primitives on oneDNN's reference kernels";
 }
+
+// The deblurring U-Net in mixed bfloat16: its one-channel tensors (the input image, the `correction` layer's output,
+// the residual sum the loss reads) move between float32 and bf16 as flat runs of values, never through oneDNN's
+// 4-D reorder (which walked them one value at a time) and never padded to a 16-channel block; and its one-channel
+// convolution, kept in nhwc, still runs on a JIT kernel.
+TEST(OnednnKernels, TheDeblurUNetsOneChannelTensorsNeedNoOnednnReorderInBf16) {
+  TempDir dir;
+  auto manifest = nlohmann::json::parse(read_file(source_dir() / "examples/deblur/pipeline.json"));
+  manifest.erase("export");
+  manifest["train"]["checkpoint"]["dir"] = (dir / "checkpoints").string();
+  write_file(dir / "train.json", manifest.dump());
+  const auto r = run("env ONEDNN_VERBOSE=1 RAMJET_PLUGIN_PATH=" + quote(stock_plugin_dir().string()) + " " +
+                     quote(host_binary().string()) + " run " + quote((dir / "train.json").string()) +
+                     " --quiet --set /train/precision=mixed_bfloat16 --set /train/epochs=1 --set /data/train/take=128"
+                     " --set /data/eval/take=64");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream lines(r.output);
+  std::string line, reference, one_channel_reorders;
+  int executed = 0;
+  while (std::getline(lines, line)) {
+    if (line.rfind("onednn_verbose,", 0) != 0 || line.find(",exec,") == std::string::npos) continue;
+    ++executed;
+    if (line.find(",ref:") != std::string::npos) reference += line + "\n";
+    if (line.find(",reorder,") != std::string::npos && line.find("x1x28x28,") != std::string::npos)
+      one_channel_reorders += line + "\n";
+  }
+  EXPECT_GT(executed, 20) << "ONEDNN_VERBOSE printed no executions; the check saw nothing:\n" << r.output;
+  EXPECT_EQ(reference, "") << "primitives on oneDNN's reference kernels";
+  EXPECT_EQ(one_channel_reorders, "") << "one-channel images reordered by oneDNN";
+}
