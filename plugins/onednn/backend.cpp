@@ -1,5 +1,7 @@
 #include "backend.hpp"
 
+#include "thread_scope.hpp"
+
 #include <dlfcn.h>
 
 namespace onednn {
@@ -26,7 +28,8 @@ void CpuBackend::check_options(const nlohmann::json& options, ramjet::Problems& 
 // fields() has checked the configuration (create() refuses what check_config reports).
 CpuBackend::CpuBackend(const ramjet::Config& config)
     : threads_(config.get_or<int>("threads", static_cast<int>(config.num_threads()))),
-      adapt_threads_(config.get_or<bool>("adapt_threads", false)) {
+      adapt_threads_(config.get_or<bool>("adapt_threads", false)),
+      pin_cpus_(cpus_to_pin(config.get_or<bool>("pin_threads", true))) {
   pin_openmp_runtime();
 }
 
@@ -34,12 +37,13 @@ std::unique_ptr<CpuBackend::Program> CpuBackend::compile(const nlohmann::json& g
   if (int8::wants_int8(options)) {  // a qgraph: inference-only int8 (int8/program.hpp)
     const CompileOptions o = parse_options(options, nullptr);
     return std::make_unique<RoutedProgram>(
-        std::make_unique<int8::QuantizedProgram>(graph, o.batch, o.threads.value_or(threads_)));
+        std::make_unique<int8::QuantizedProgram>(graph, o.batch, o.threads.value_or(threads_), pin_cpus_));
   }
   Graph parsed = parse_graph(graph);
   CompileOptions o = parse_options(options, &parsed);
   const int threads = o.threads.value_or(threads_);
-  return std::make_unique<RoutedProgram>(std::make_unique<onednn::Program>(std::move(parsed), std::move(o), threads, adapt_threads_));
+  return std::make_unique<RoutedProgram>(std::make_unique<onednn::Program>(std::move(parsed), std::move(o), threads, adapt_threads_,
+                                                                     pin_cpus_));
 }
 
 }  // namespace onednn

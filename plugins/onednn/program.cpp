@@ -83,8 +83,9 @@ ramjet::Tensor copy_of(const float* data, const Shape& shape) {
 
 }  // namespace
 
-Program::Program(Graph graph, CompileOptions options, int threads, bool adapt_threads)
+Program::Program(Graph graph, CompileOptions options, int threads, bool adapt_threads, std::vector<int> pin)
     : graph_(std::move(graph)), options_(std::move(options)), threads_(threads > 0 ? threads : omp_get_max_threads()),
+      pin_(std::move(pin)),
       engine_(dnnl::engine::kind::cpu, 0), stream_(engine_), params_(param_specs(graph_), model_order(graph_), engine_),
       tuner_(threads_, adapt_threads) {
   mark_trainable(graph_, params_);
@@ -96,7 +97,7 @@ Plan& Program::plan_for(int64_t batch, bool training, int threads) {
   training = training && graph_.loss.has_value();
   auto it = plans_.find({batch, training, threads});
   if (it != plans_.end()) return *it->second;
-  ThreadScope scope(threads);
+  ThreadScope scope(threads, pin_);
   auto plan = std::make_unique<Plan>(graph_, options_, params_, engine_, batch, training, arena_, taps_);
   if (!taps_.empty()) plan->set_taps(taps_);
   arena_bytes_ = std::max(arena_bytes_, plan->arena_bytes());
@@ -138,7 +139,7 @@ int64_t Program::check_inputs(ramjet::Example& inputs) const {
 
 void Program::forward(const ramjet_forward_args& args, ramjet::Example& inputs, ramjet::Example& outputs) {
   const int threads = tuner_.threads();
-  ThreadScope scope(threads);
+  ThreadScope scope(threads, pin_);
   trained_ = nullptr;  // whatever happens below, the buffers of an earlier training forward are not kept
   step_start_ = std::chrono::steady_clock::now();
   DLTensor* labels = graph_.loss ? inputs.find(graph_.loss->labels) : nullptr;
@@ -173,7 +174,7 @@ void Program::backward(const ramjet_backward_args& args) {
                                       "and the labels " + labels + " first");
   }
   if (!std::isfinite(args.loss_scale)) fail(RAMJET_ERR_INVALID_ARGUMENT, "backward: loss_scale must be finite");
-  ThreadScope scope(trained_threads_);
+  ThreadScope scope(trained_threads_, pin_);
   for (const auto& p : params_.all()) {
     p->pending = p->users;
     p->written = false;
@@ -199,7 +200,7 @@ void Program::backward(const ramjet_backward_args& args) {
 }
 
 void Program::optimizer_update(const ramjet_update_args& args) {
-  ThreadScope scope(tuner_.threads());
+  ThreadScope scope(tuner_.threads(), pin_);
   optimizer_->update(args);
 }
 
@@ -254,7 +255,7 @@ void Program::set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, 
   for (const auto& name : names)
     if (!known.count(name)) fail(RAMJET_ERR_INVALID_ARGUMENT, "set_taps: the graph has no tensor named '" + name + "'");
   if (!names.empty() && fn == nullptr) fail(RAMJET_ERR_INVALID_ARGUMENT, "set_taps: no tap function");
-  ThreadScope scope(threads_);
+  ThreadScope scope(threads_, pin_);
   taps_ = names;
   tap_fn_ = names.empty() ? nullptr : fn;
   tap_user_ = user;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <tuple>
+#include <vector>
 #include <memory>
 #include <string_view>
 
@@ -18,7 +19,8 @@ namespace onednn {
 class Program {
  public:
   // `threads` 0: OpenMP's default. `adapt_threads`: training steps may run on one thread (thread_tuner.hpp).
-  Program(Graph graph, CompileOptions options, int threads, bool adapt_threads = false);
+  // `pin`: the CPUs its calls pin their threads to (cpus_to_pin, thread_scope.hpp); empty: none.
+  Program(Graph graph, CompileOptions options, int threads, bool adapt_threads = false, std::vector<int> pin = {});
 
   void forward(const ramjet_forward_args& args, ramjet::Example& inputs, ramjet::Example& outputs);
   void backward(const ramjet_backward_args& args);
@@ -38,6 +40,7 @@ class Program {
   Graph graph_;
   CompileOptions options_;
   int threads_;
+  std::vector<int> pin_;
   dnnl::engine engine_;
   dnnl::stream stream_;
   Arena arena_;  // before the plans: they place their buffers in it, so it must outlive them

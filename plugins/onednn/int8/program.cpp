@@ -32,15 +32,16 @@ bool wants_int8(const nlohmann::json& options) {
   return it != options.end() && it->is_string() && it->get<std::string>() == "int8";
 }
 
-QuantizedProgram::QuantizedProgram(const nlohmann::json& qgraph, int64_t batch, int threads)
+QuantizedProgram::QuantizedProgram(const nlohmann::json& qgraph, int64_t batch, int threads, std::vector<int> pin)
     : graph_(parse_structure(qgraph)),
       quant_(qgraph),
       params_(qgraph.contains("params") ? qgraph["params"] : nlohmann::json()),
       batch_(batch),
       threads_(threads),
+      pin_(std::move(pin)),
       engine_(dnnl::engine::kind::cpu, 0),
       stream_(engine_) {
-  ThreadScope scope(threads_);
+  ThreadScope scope(threads_, pin_);
   plan_for(batch_);  // compile errors surface here, not at the first forward
 }
 
@@ -77,7 +78,7 @@ int64_t QuantizedProgram::check_inputs(ramjet::Example& inputs) const {
 
 void QuantizedProgram::forward(const ramjet_forward_args&, ramjet::Example& inputs, ramjet::Example& outputs) {
   params_.require_complete("forward");
-  ThreadScope scope(threads_);
+  ThreadScope scope(threads_, pin_);
   plan_for(check_inputs(inputs)).forward(stream_, params_, inputs, outputs);
 }
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 namespace onednn::int8 {
 
@@ -18,7 +19,8 @@ bool wants_int8(const nlohmann::json& options);
 class QuantizedProgram {
  public:
   // `batch` and `threads` from the compile options, read and checked by parse_options (options.hpp).
-  QuantizedProgram(const nlohmann::json& qgraph, int64_t batch, int threads);
+  // `pin`: the CPUs its calls pin their threads to (cpus_to_pin, thread_scope.hpp); empty: none.
+  QuantizedProgram(const nlohmann::json& qgraph, int64_t batch, int threads, std::vector<int> pin = {});
 
   void forward(const ramjet_forward_args& args, ramjet::Example& inputs, ramjet::Example& outputs);
   [[noreturn]] void backward(const ramjet_backward_args& args);
@@ -37,6 +39,7 @@ class QuantizedProgram {
   QParamStore params_;
   int64_t batch_;
   int threads_;
+  std::vector<int> pin_;
   dnnl::engine engine_;
   dnnl::stream stream_;
   std::map<int64_t, std::unique_ptr<QPlan>> plans_;
