@@ -474,6 +474,17 @@ TEST(OnednnInt8, StridedAvgPoolWithPaddingRoundsLikeTflite) {
   expect_backend_matches(m, "avg", 3);
 }
 
+// More channels than the pools add at a time (64), so a chunk boundary falls inside the channels.
+TEST(OnednnInt8, AvgPoolsOverMoreChannelsThanOneChunkRoundLikeTflite) {
+  QModel m(3, 41);
+  m.input("image", {6, 6, 2});
+  m.conv("wide", "image", 70, 3, 1, {1, 1, 1, 1}, 1, "linear");
+  m.avg_pool("avg", "wide", 3, 2, 1);
+  m.global_avg_pool("gap", "avg");
+  expect_backend_matches(m, "avg", 3);
+  expect_backend_matches(m, "gap", 3);
+}
+
 TEST(OnednnInt8, ResidualAddMatchesTfliteFixedPointExactly) {
   QModel m(4, 31);
   m.input("image", {5, 5, 2});

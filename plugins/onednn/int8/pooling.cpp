@@ -138,11 +138,20 @@ class AvgPool : public QStep {
       const int64_t x0 = std::max<int64_t>(ox * w.sw - w.pl, 0), x1 = std::min(ox * w.sw - w.pl + w.kw, W);
       const int32_t count = static_cast<int32_t>((y1 - y0) * (x1 - x0));
       uint8_t* out = dst + ((n * w.oh + oy) * w.ow + ox) * C;
-      for (int64_t c = 0; c < C; ++c) {
-        int32_t sum = 0;
+      // Channels a chunk at a time, each window position's channels added as one contiguous vector: a loop per
+      // channel over the window read one byte per position and did not vectorise (1.5 ms of a MobileNet's
+      // 12 ms batch in its global pool). Integer sums, so the order changes nothing.
+      int32_t sums[kChannelChunk];
+      for (int64_t c0 = 0; c0 < C; c0 += kChannelChunk) {
+        const int64_t cn = std::min(kChannelChunk, C - c0);
+        std::fill(sums, sums + cn, 0);
         for (int64_t y = y0; y < y1; ++y)
-          for (int64_t x = x0; x < x1; ++x) sum += src[((n * H + y) * W + x) * C + c];
-        out[c] = global_ ? mean(sum, count) : average(sum, count);
+          for (int64_t x = x0; x < x1; ++x) {
+            const uint8_t* __restrict in = src + ((n * H + y) * W + x) * C + c0;
+#pragma omp simd
+            for (int64_t c = 0; c < cn; ++c) sums[c] += in[c];
+          }
+        for (int64_t c = 0; c < cn; ++c) out[c0 + c] = global_ ? mean(sums[c], count) : average(sums[c], count);
       }
     });
   }
@@ -157,6 +166,8 @@ class AvgPool : public QStep {
     const int32_t centred = multiply(sum_u8 - zp_in_ * count, rescale_);
     return static_cast<uint8_t>(std::clamp(divide_rounding_away(centred, count) + zp_out_, 0, 255));
   }
+
+  static constexpr int64_t kChannelChunk = 64;
 
   bool global_;
   Window w_{};
