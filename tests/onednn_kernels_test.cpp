@@ -7,30 +7,42 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <string>
+#include <vector>
 
 using namespace ramjet::test;
 
-TEST(OnednnKernels, TheTutorialCnnTrainsOnJitKernelsOnly) {
+namespace {
+
+// The oneDNN primitive executions ONEDNN_VERBOSE printed while `ramjet run` trained the example at `example`
+// (without its export) with `sets` ("--set P=V ..."); fails the test when the run does.
+std::vector<std::string> executions_of(const char* example, const std::string& sets) {
   TempDir dir;
-  // The example as shipped, trained briefly, without the int8 export (a different question).
-  auto manifest = nlohmann::json::parse(read_file(source_dir() / "examples/fashion_mnist/train.json"));
+  auto manifest = nlohmann::json::parse(read_file(source_dir() / example));
   manifest.erase("export");
   manifest["train"]["checkpoint"]["dir"] = (dir / "checkpoints").string();
   write_file(dir / "train.json", manifest.dump());
   const auto r = run("env ONEDNN_VERBOSE=1 RAMJET_PLUGIN_PATH=" + quote(stock_plugin_dir().string()) + " " +
-                     quote(host_binary().string()) + " run " + quote((dir / "train.json").string()) +
-                     " --quiet --set /train/precision=float32 --set /train/epochs=1 --set /data/train/take=256"
-                     " --set /data/eval/take=256");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+                     quote(host_binary().string()) + " run " + quote((dir / "train.json").string()) + " --quiet " +
+                     sets);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
   std::istringstream lines(r.output);
-  std::string line, reference;
-  int executed = 0;
-  while (std::getline(lines, line)) {
-    if (line.rfind("onednn_verbose,", 0) != 0 || line.find(",exec,") == std::string::npos) continue;
-    ++executed;
+  std::vector<std::string> executed;
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("onednn_verbose,", 0) == 0 && line.find(",exec,") != std::string::npos) executed.push_back(line);
+  EXPECT_GT(executed.size(), 20u) << "ONEDNN_VERBOSE printed no executions; the check saw nothing:\n" << r.output;
+  return executed;
+}
+
+}  // namespace
+
+TEST(OnednnKernels, TheTutorialCnnTrainsOnJitKernelsOnly) {
+  // The example as shipped, trained briefly, without the int8 export (a different question).
+  std::string reference;
+  for (const std::string& line : executions_of("examples/fashion_mnist/train.json",
+                                               "--set /train/precision=float32 --set /train/epochs=1 "
+                                               "--set /data/train/take=256 --set /data/eval/take=256"))
     if (line.find(",ref:") != std::string::npos) reference += line + "\n";
-  }
-  EXPECT_GT(executed, 20) << "ONEDNN_VERBOSE printed no executions; the check saw nothing:\n" << r.output;
   EXPECT_EQ(reference, "") << "primitives on oneDNN's reference kernels";
 }
 
@@ -39,27 +51,14 @@ TEST(OnednnKernels, TheTutorialCnnTrainsOnJitKernelsOnly) {
 // 4-D reorder (which walked them one value at a time) and never padded to a 16-channel block; and its one-channel
 // convolution, kept in nhwc, still runs on a JIT kernel.
 TEST(OnednnKernels, TheDeblurUNetsOneChannelTensorsNeedNoOnednnReorderInBf16) {
-  TempDir dir;
-  auto manifest = nlohmann::json::parse(read_file(source_dir() / "examples/deblur/pipeline.json"));
-  manifest.erase("export");
-  manifest["train"]["checkpoint"]["dir"] = (dir / "checkpoints").string();
-  write_file(dir / "train.json", manifest.dump());
-  const auto r = run("env ONEDNN_VERBOSE=1 RAMJET_PLUGIN_PATH=" + quote(stock_plugin_dir().string()) + " " +
-                     quote(host_binary().string()) + " run " + quote((dir / "train.json").string()) +
-                     " --quiet --set /train/precision=mixed_bfloat16 --set /train/epochs=1 --set /data/train/take=128"
-                     " --set /data/eval/take=64");
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::istringstream lines(r.output);
-  std::string line, reference, one_channel_reorders;
-  int executed = 0;
-  while (std::getline(lines, line)) {
-    if (line.rfind("onednn_verbose,", 0) != 0 || line.find(",exec,") == std::string::npos) continue;
-    ++executed;
+  std::string reference, one_channel_reorders;
+  for (const std::string& line : executions_of("examples/deblur/pipeline.json",
+                                               "--set /train/precision=mixed_bfloat16 --set /train/epochs=1 "
+                                               "--set /data/train/take=128 --set /data/eval/take=64")) {
     if (line.find(",ref:") != std::string::npos) reference += line + "\n";
     if (line.find(",reorder,") != std::string::npos && line.find("x1x28x28,") != std::string::npos)
       one_channel_reorders += line + "\n";
   }
-  EXPECT_GT(executed, 20) << "ONEDNN_VERBOSE printed no executions; the check saw nothing:\n" << r.output;
   EXPECT_EQ(reference, "") << "primitives on oneDNN's reference kernels";
   EXPECT_EQ(one_channel_reorders, "") << "one-channel images reordered by oneDNN";
 }

@@ -25,11 +25,12 @@ void CpuBackend::check_options(const nlohmann::json& options, ramjet::Problems& 
   for (auto& issue : option_issues(options)) problems.push_back(std::move(issue.problem));
 }
 
-// fields() has checked the configuration (create() refuses what check_config reports).
+// fields() has checked the configuration (create() refuses what check_config reports) and holds the defaults.
 CpuBackend::CpuBackend(const ramjet::Config& config)
-    : threads_(config.get_or<int>("threads", static_cast<int>(config.num_threads()))),
-      adapt_threads_(config.get_or<bool>("adapt_threads", false)),
-      pin_cpus_(cpus_to_pin(config.get_or<bool>("pin_threads", true))) {
+    : threads_(config.get_or<int>("threads", static_cast<int>(config.num_threads()))) {
+  const nlohmann::json c = fields().with_defaults(config.json());
+  adapt_threads_ = c.at("adapt_threads").get<bool>();
+  pin_cpus_ = cpus_to_pin(c.at("pin_threads").get<bool>());
   pin_openmp_runtime();
 }
 
