@@ -72,15 +72,18 @@ class LayerBuilder {
   void use_scratchpad(const dnnl::primitive_desc_base& pd, Args& args);
 
   // For the plan.
-  // With `relu_follows` the node's one reader, a relu, is done by this layer too: `output` is the relu's value.
-  void begin_node(const NodeSpec& node, std::vector<Value*> inputs, Value& output, bool relu_follows = false) {
+  // With a `fused_activation` the node's one reader, an activation of that name, is done by this layer too:
+  // `output` is the activation's value.
+  void begin_node(const NodeSpec& node, std::vector<Value*> inputs, Value& output, std::string fused_activation = {}) {
     node_ = &node;
     inputs_ = std::move(inputs);
     output_ = &output;
-    relu_follows_ = relu_follows;
+    fused_activation_ = std::move(fused_activation);
   }
-  // The layer must apply a relu to its output (only a batch_norm is asked to: the plan fuses no other).
-  bool relu_follows() const { return relu_follows_; }
+  // The activation the layer must apply to its output, or "" (only a batch_norm is asked to, and only for relu and,
+  // in float32, relu6: Plan's batch_norm_activation_pairs).
+  const std::string& fused_activation() const { return fused_activation_; }
+  bool relu_follows() const { return fused_activation_ == "relu"; }
   size_t scratchpad_bytes() const { return scratchpad_bytes_; }
   const std::vector<Args*>& scratchpad_users() const { return scratchpad_users_; }
 
@@ -94,7 +97,7 @@ class LayerBuilder {
   const NodeSpec* node_ = nullptr;
   std::vector<Value*> inputs_;
   Value* output_ = nullptr;
-  bool relu_follows_ = false;
+  std::string fused_activation_;
   size_t scratchpad_bytes_ = 0;
   std::vector<Args*> scratchpad_users_;
 };

@@ -37,7 +37,7 @@ class Plan {
   // Back-propagates scale * loss (the loss forward must have run).
   void backward(const Exec& exec, float scale);
 
-  // Taps: the named values, copied to the host's layout after each forward. A batch norm fused with its relu
+  // Taps: the named values, copied to the host's layout after each forward. A batch norm fused with its activation
   // has no value of its own to tap: can_tap says whether this plan holds every named value.
   bool can_tap(const std::vector<std::string>& names) const;
   void set_taps(const std::vector<std::string>& names);
@@ -69,7 +69,7 @@ class Plan {
   std::unique_ptr<Loss> loss_;
   std::vector<HostCopy> outputs_;
   std::vector<std::pair<std::string, HostCopy>> taps_;
-  std::set<std::string> absorbed_;  // batch norms fused with their relu: their output never exists on its own
+  std::set<std::string> absorbed_;  // batch norms fused with their activation: their output never exists alone
   dnnl::memory scratchpad_;
   size_t arena_bytes_ = 0;
 };

@@ -259,8 +259,8 @@ void Program::set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, 
   taps_ = names;
   tap_fn_ = names.empty() ? nullptr : fn;
   tap_user_ = user;
-  // Inference plans reuse a value's memory once read, and a plan may have fused a tapped batch norm with its relu:
-  // those are built again, keeping the tapped values.
+  // Inference plans reuse a value's memory once read, and a plan may have fused a tapped batch norm with its
+  // activation: those are built again, keeping the tapped values.
   for (auto it = plans_.begin(); it != plans_.end();)
     it = std::get<1>(it->first) && it->second->can_tap(taps_) ? std::next(it) : plans_.erase(it);
   for (auto& [key, plan] : plans_) plan->set_taps(taps_);

@@ -2,32 +2,52 @@
 // statistics and move moving_mean / moving_variance toward them by (1 - momentum) (biased variance, as Keras 3);
 // outside training, normalise with the moving statistics. gamma and beta learn; the moving statistics are
 // parameters that do not (the node's "trainable" attribute says which). A relu that reads only this node can be
-// fused into it (LayerBuilder::relu_follows).
+// fused into it (LayerBuilder::relu_follows); a relu6 in float32 is fused by batch_norm_clip.cpp instead.
 #include "../edge.hpp"
 #include "../weights.hpp"
+#include "batch_norm_spec.hpp"
 #include "registry.hpp"
 
 namespace onednn {
+
+BatchNormSpec read_batch_norm(const NodeSpec& node, LayerBuilder& b) {
+  if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "batch_norm takes one input");
+  const Shape& shape = b.input(0).shape;
+  if (shape.size() != 1 && shape.size() != 3)
+    node.fail(RAMJET_ERR_UNSUPPORTED, "batch_norm of a rank-" + std::to_string(shape.size()) +
+                                          " value: only vectors [C] and images [H, W, C] are supported");
+  b.check_shape(shape);
+  const int64_t C = shape.back();
+  BatchNormSpec spec;
+  spec.epsilon = static_cast<float>(node.attr_number("epsilon", 1e-3));
+  spec.momentum = static_cast<float>(node.attr_number("momentum", 0.99));
+  if (!(spec.epsilon > 0) || !(spec.momentum >= 0 && spec.momentum <= 1))
+    node.fail(RAMJET_ERR_INVALID_ARGUMENT, "epsilon must be > 0 and momentum in [0, 1]");
+  spec.gamma = &b.param("gamma", {C});
+  spec.beta = &b.param("beta", {C});
+  spec.moving_mean = &b.param("moving_mean", {C});
+  spec.moving_variance = &b.param("moving_variance", {C});
+  return spec;
+}
+
+void move_statistics(const BatchNormSpec& spec, const float* batch_mean, const float* batch_variance) {
+  const float keep = spec.momentum;
+  float* mm = spec.moving_mean->data();
+  float* mv = spec.moving_variance->data();
+  for (size_t c = 0; c < spec.moving_mean->count(); ++c) {
+    mm[c] = keep * mm[c] + (1.0f - keep) * batch_mean[c];
+    mv[c] = keep * mv[c] + (1.0f - keep) * batch_variance[c];
+  }
+}
+
 namespace {
 
 class BatchNorm : public Layer {
  public:
-  BatchNorm(const NodeSpec& node, LayerBuilder& b) {
-    if (b.input_count() != 1) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "batch_norm takes one input");
-    const Shape& shape = b.input(0).shape;
-    if (shape.size() != 1 && shape.size() != 3)
-      node.fail(RAMJET_ERR_UNSUPPORTED, "batch_norm of a rank-" + std::to_string(shape.size()) +
-                                            " value: only vectors [C] and images [H, W, C] are supported");
-    b.check_shape(shape);
-    const int64_t C = shape.back();
-    const float epsilon = static_cast<float>(node.attr_number("epsilon", 1e-3));
-    momentum_ = static_cast<float>(node.attr_number("momentum", 0.99));
-    if (!(epsilon > 0) || !(momentum_ >= 0 && momentum_ <= 1))
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "epsilon must be > 0 and momentum in [0, 1]");
-    Param& gamma = b.param("gamma", {C});
-    Param& beta = b.param("beta", {C});
-    moving_mean_ = &b.param("moving_mean", {C});
-    moving_variance_ = &b.param("moving_variance", {C});
+  BatchNorm(const NodeSpec& node, LayerBuilder& b) : spec_(read_batch_norm(node, b)) {
+    const float epsilon = spec_.epsilon;
+    Param& gamma = *spec_.gamma;
+    Param& beta = *spec_.beta;
     out_ = &b.output();
 
     using flags = dnnl::normalization_flags;
@@ -49,7 +69,7 @@ class BatchNorm : public Layer {
                    {DNNL_ARG_SHIFT, beta.value}, {DNNL_ARG_MEAN, mean_}, {DNNL_ARG_VARIANCE, variance_}};
     infer_args_ = {{DNNL_ARG_SRC, in_.mem()},  {DNNL_ARG_DST, out_->mem},
                    {DNNL_ARG_SCALE, gamma.value}, {DNNL_ARG_SHIFT, beta.value},
-                   {DNNL_ARG_MEAN, moving_mean_->value}, {DNNL_ARG_VARIANCE, moving_variance_->value}};
+                   {DNNL_ARG_MEAN, spec_.moving_mean->value}, {DNNL_ARG_VARIANCE, spec_.moving_variance->value}};
     if (b.relu_follows()) train_args_[DNNL_ARG_WORKSPACE] = b.transient(train.workspace_desc());
     b.use_scratchpad(train, train_args_);
     b.use_scratchpad(infer, infer_args_);
@@ -73,15 +93,7 @@ class BatchNorm : public Layer {
     if (!exec.training) return exec.run(infer_, infer_args_);
     exec.run(train_, train_args_);
     exec.stream.wait();
-    const float keep = momentum_;
-    float* mm = moving_mean_->data();
-    float* mv = moving_variance_->data();
-    const float* bm = floats(mean_);
-    const float* bv = floats(variance_);
-    for (size_t c = 0; c < moving_mean_->count(); ++c) {
-      mm[c] = keep * mm[c] + (1.0f - keep) * bm[c];
-      mv[c] = keep * mv[c] + (1.0f - keep) * bv[c];
-    }
+    move_statistics(spec_, floats(mean_), floats(variance_));
   }
 
   void backward(const Exec& exec) override {
@@ -96,11 +108,9 @@ class BatchNorm : public Layer {
   }
 
  private:
+  BatchNormSpec spec_;
   Edge in_;
   Value* out_ = nullptr;
-  float momentum_ = 0.99f;
-  Param* moving_mean_ = nullptr;
-  Param* moving_variance_ = nullptr;
   dnnl::memory mean_, variance_, unused_diff_;  // the last training batch's statistics
   GradSink gamma_grad_, beta_grad_;
   dnnl::batch_normalization_forward train_, infer_;
@@ -111,6 +121,7 @@ class BatchNorm : public Layer {
 }  // namespace
 
 std::unique_ptr<Layer> make_batch_norm(const NodeSpec& node, LayerBuilder& builder) {
+  if (builder.fused_activation() == "relu6") return make_batch_norm_relu6(node, builder);
   return std::make_unique<BatchNorm>(node, builder);
 }
 

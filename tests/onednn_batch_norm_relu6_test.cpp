@@ -1,0 +1,190 @@
+// A batch_norm read only by a relu6 runs, in float32, as one layer on the cpu backend's own kernels
+// (plugins/onednn/norm_clip.hpp). Its gradients against finite differences; its results against oneDNN's batch
+// norm and clip primitives, the path a tap on the batch norm forces; and, in a whole MobileNet, no relu6 left to
+// run on its own.
+#include "ramjet/plugin/example.hpp"
+#include "onednn_harness.hpp"
+#include "onednn_models.hpp"
+#include "gradient_check.hpp"
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace ramjet::core;
+using namespace ramjet::test;
+using namespace ramjet::test::cpu_backend;
+
+namespace {
+
+// x [4, 4, 2] → conv without bias → batch_norm → relu6 → global average pool → dense. Four channels take oneDNN's
+// blocked layout with 12 padding lanes; 32 fill two whole blocks.
+json image_block(int64_t channels) {
+  return Ir()
+      .input("x", {4, 4, 2})
+      .conv("conv", "x", 2, {4, 4, channels},
+            {{"filters", channels}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"use_bias", false}})
+      .batch_norm("bn", "conv", {4, 4, channels})
+      .node("clip", "activation", {"bn"}, {4, 4, channels}, {{"activation", "relu6"}})
+      .node("pool", "global_avg_pool", {"clip"}, {channels})
+      .dense("out", "pool", channels, 3)
+      .classifier("out");
+}
+
+// x [6] → dense without bias → batch_norm → relu6 → dense. Five features are copied into a layout blocked by 16;
+// sixteen are read in place.
+json vector_block(int64_t features) {
+  return Ir()
+      .input("x", {6})
+      .dense("d1", "x", 6, features, "linear", false)
+      .batch_norm("bn", "d1", {features})
+      .node("clip", "activation", {"bn"}, {features}, {{"activation", "relu6"}})
+      .dense("out", "clip", features, 3)
+      .classifier("out");
+}
+
+struct Case {
+  const char* what;
+  json graph;
+  Shape input;
+};
+
+std::vector<Case> cases() {
+  return {{"image, 4 channels", image_block(4), {4, 4, 2}},
+          {"image, 32 channels", image_block(32), {4, 4, 2}},
+          {"vector, 5 features", vector_block(5), {6}},
+          {"vector, 16 features", vector_block(16), {6}}};
+}
+
+// Parameters up to 3 and gammas up to 6, so that the normalised values cross both 0 and 6; moving variances
+// positive, as training keeps them.
+Example params_for(const json& graph, uint32_t seed) {
+  Example params = random_params(graph, seed, 3.0f);
+  std::vector<float> gamma = values(params, "bn/gamma");
+  for (float& g : gamma) g *= 2.0f;
+  put(params, "bn/gamma", {static_cast<int64_t>(gamma.size())}, gamma);
+  for (const char* part : {"bn/moving_mean", "bn/moving_variance"}) {
+    std::vector<float> v = values(params, part);
+    for (float& x : v) x = std::fabs(x) + (part == std::string("bn/moving_variance") ? 0.5f : 0.0f);
+    put(params, part, {static_cast<int64_t>(v.size())}, v);
+  }
+  return params;
+}
+
+struct TapLog {
+  std::vector<float> seen;
+};
+ramjet_status on_tap(void* user, const char*, const DLTensor* value, ramjet_error*) {
+  const float* p = static_cast<const float*>(value->data);
+  int64_t n = 1;
+  for (int i = 0; i < value->ndim; ++i) n *= value->shape[i];
+  static_cast<TapLog*>(user)->seen.assign(p, p + n);
+  return RAMJET_OK;
+}
+
+// Everything one training step and one inference forward produce.
+struct StepResults {
+  std::vector<float> train_logits, loss, inference_logits;
+  std::map<std::string, std::vector<float>> gradients, parameters;
+  std::vector<float> tapped_bn;  // the batch norm's output before the clip, when tapped
+};
+
+StepResults one_step(const Case& c, bool tap_bn) {
+  StepResults r;
+  Harness h;
+  const Status compiled =
+      h.compile(c.graph, {{"batch", 8}, {"precision", "float32"}, {"optimizer", {{"type", "sgd"}}}});
+  EXPECT_TRUE(compiled.ok()) << compiled.message;
+  Example params = params_for(c.graph, 31);
+  EXPECT_TRUE(h.set_state("parameters", params).ok());
+  TapLog log;
+  if (tap_bn) {
+    EXPECT_TRUE(h.set_taps(json::array({"bn"}), &on_tap, &log).ok());
+  }
+  Example batch = batch_of(c.input, 8, 3, 32), out, inferred;
+  EXPECT_TRUE(h.forward(batch, out, true).ok());
+  EXPECT_TRUE(h.backward().ok());
+  r.tapped_bn = log.seen;
+  r.train_logits = values(out, "out");
+  r.loss = {scalar(out, "loss")};
+  Example grads = h.state("gradients");
+  for (const char* name : {"conv/kernel", "d1/kernel", "bn/gamma", "bn/beta", "out/kernel", "out/bias"})
+    if (grads.find(name)) r.gradients[name] = values(grads, name);
+  EXPECT_TRUE(h.forward(batch, inferred, false).ok());  // with the moving statistics the step moved
+  r.inference_logits = values(inferred, "out");
+  Example state = h.state("parameters");
+  for (const char* name : {"bn/moving_mean", "bn/moving_variance"}) r.parameters[name] = values(state, name);
+  return r;
+}
+
+double distance(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double d2 = 0, a2 = 0, b2 = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    d2 += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    a2 += double(a[i]) * a[i];
+    b2 += double(b[i]) * b[i];
+  }
+  return std::sqrt(d2 / std::max({a2, b2, 1e-30}));
+}
+
+}  // namespace
+
+TEST(OnednnBatchNormRelu6, GradientsMatchFiniteDifferences) {
+  GradCheck check;
+  check.param_scale = 3.0f;
+  check.eps = 7e-3;  // as for batch_norm alone (backend_conformance_test.cpp): the batch mean cancels the rest
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.what);
+    expect_gradients_match(c.graph, batch_of(c.input, 6, 3, 33), 6, check);
+  }
+}
+
+TEST(OnednnBatchNormRelu6, AgreesWithOnednnsBatchNormAndClipPrimitives) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.what);
+    const StepResults fused = one_step(c, false), apart = one_step(c, true);
+    // The tapped run kept the batch norm's output, so it ran the two primitives; its values crossed both bounds.
+    ASSERT_FALSE(apart.tapped_bn.empty());
+    EXPECT_LT(*std::min_element(apart.tapped_bn.begin(), apart.tapped_bn.end()), 0.0f);
+    EXPECT_GT(*std::max_element(apart.tapped_bn.begin(), apart.tapped_bn.end()), 6.0f);
+    EXPECT_LT(distance(fused.train_logits, apart.train_logits), 1e-5);
+    EXPECT_LT(distance(fused.loss, apart.loss), 1e-6);
+    EXPECT_LT(distance(fused.inference_logits, apart.inference_logits), 1e-5);
+    ASSERT_EQ(fused.gradients.size(), apart.gradients.size());
+    for (const auto& [name, g] : fused.gradients) EXPECT_LT(distance(g, apart.gradients.at(name)), 1e-4) << name;
+    for (const auto& [name, p] : fused.parameters) EXPECT_LT(distance(p, apart.parameters.at(name)), 1e-6) << name;
+  }
+}
+
+// The bench's MobileNet, trained briefly in float32 under ONEDNN_VERBOSE: its thirteen batch norm → relu6 pairs
+// leave no clip for oneDNN's eltwise primitive to run.
+TEST(OnednnBatchNormRelu6, AFloat32MobileNetRunsNoClipOfItsOwn) {
+  TempDir dir;
+  auto manifest = nlohmann::json::parse(read_file(source_dir() / "bench/train/models/mobilenet.json"));
+  manifest.erase("export");
+  manifest["train"]["checkpoint"]["dir"] = (dir / "checkpoints").string();
+  manifest["train"]["precision"] = "float32";
+  manifest["train"]["epochs"] = 1;
+  manifest["data"]["train"]["take"] = 256;
+  manifest["data"]["eval"]["take"] = 256;
+  write_file(dir / "train.json", manifest.dump());
+  const auto r = run("env ONEDNN_VERBOSE=1 RAMJET_PLUGIN_PATH=" + quote(stock_plugin_dir().string()) + " " +
+                     quote(host_binary().string()) + " run " + quote((dir / "train.json").string()) + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream lines(r.output);
+  size_t executions = 0;
+  std::string clips;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("onednn_verbose,", 0) != 0 || line.find(",exec,") == std::string::npos) continue;
+    ++executions;
+    if (line.find(",eltwise,") != std::string::npos && line.find("clip") != std::string::npos) clips += line + "\n";
+  }
+  EXPECT_GT(executions, 100u) << "ONEDNN_VERBOSE printed no executions; the check saw nothing:\n" << r.output;
+  EXPECT_EQ(clips, "") << "relu6 run by oneDNN's eltwise primitive";
+}
