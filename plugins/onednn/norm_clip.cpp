@@ -2,100 +2,178 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
-// Each loop over one run of 16 channels is built for AVX-512, AVX2 and the baseline, chosen when the plugin loads:
-// the plugin is built for any x86-64, and these loops are bound by memory only once they move whole vectors.
-#define RAMJET_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-
-// The 64-byte vectors below never cross a call boundary (their helpers are always inlined), so GCC's note that
-// passing one changes with the target's ABI does not apply.
+// The loops over one run of 16 channels are built twice, for AVX2 and for the x86-64 baseline (SSE2), and chosen
+// when first called: the plugin is built for any x86-64, and the loops are bound by memory only once they move
+// whole vectors. Each loop is written once, over vectors of W floats (a run is 16 / W of them), with the
+// comparisons' masks as integer vectors: GCC splits a vector wider than the target's into scalar compares.
+// The vectors never cross a real call (their helpers are always inlined into one instruction set's loops), so
+// GCC's note that passing one would change with the target's ABI does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace onednn {
-namespace norm_clip_runs {  // external linkage: GCC resolves target clones through an ifunc
+namespace {
 
-using Floats16 = float __attribute__((vector_size(64)));
+template <int W>
+struct Lanes {
+  typedef float F __attribute__((vector_size(W * sizeof(float))));
+  typedef int32_t I __attribute__((vector_size(W * sizeof(float))));
+  static constexpr int kPerRun = 16 / W;
+};
 
-[[gnu::always_inline]] inline Floats16 load(const float* p) {
-  Floats16 v;
+template <class F>
+[[gnu::always_inline]] inline F load(const float* p) {
+  F v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-[[gnu::always_inline]] inline void store(float* p, Floats16 v) { std::memcpy(p, &v, sizeof v); }
-[[gnu::always_inline]] inline Floats16 splat(float f) { return Floats16{} + f; }
-
-// Sums of (x - shift) and of its square over one example's positions.
-RAMJET_VECTOR_CLONES void moments(const float* x, int64_t positions, int64_t stride, const float* shift16,
-                                  float* sums16, float* squares16) {
-  const Floats16 shift = load(shift16);
-  Floats16 s1 = {}, s2 = {}, t1 = {}, t2 = {};  // two chains, so the adds overlap
-  int64_t p = 0;
-  for (; p + 1 < positions; p += 2) {
-    const Floats16 a = load(x + p * stride) - shift;
-    const Floats16 b = load(x + (p + 1) * stride) - shift;
-    s1 += a;
-    s2 += a * a;
-    t1 += b;
-    t2 += b * b;
-  }
-  if (p < positions) {
-    const Floats16 a = load(x + p * stride) - shift;
-    s1 += a;
-    s2 += a * a;
-  }
-  store(sums16, s1 + t1);
-  store(squares16, s2 + t2);
+template <class F>
+[[gnu::always_inline]] inline void store(float* p, F v) {
+  std::memcpy(p, &v, sizeof v);
+}
+template <class F>
+[[gnu::always_inline]] inline F splat(float f) {
+  return F{} + f;
+}
+// v where lo < z < hi, else 0.
+template <int W>
+[[gnu::always_inline]] inline typename Lanes<W>::F pass_inside(typename Lanes<W>::F z, typename Lanes<W>::F v,
+                                                               typename Lanes<W>::F lo, typename Lanes<W>::F hi) {
+  using I = typename Lanes<W>::I;
+  return reinterpret_cast<typename Lanes<W>::F>(reinterpret_cast<I>(v) & ((z > lo) & (z < hi)));
 }
 
-RAMJET_VECTOR_CLONES void scale_shift_clip(const float* x, float* y, int64_t positions, int64_t stride,
-                                           const float* scale16, const float* shift16, float lo, float hi) {
-  const Floats16 scale = load(scale16), shift = load(shift16), l = splat(lo), h = splat(hi);
-  for (int64_t p = 0; p < positions; ++p) {
-    Floats16 v = load(x + p * stride) * scale + shift;
-    v = v < l ? l : v;  // a NaN fails both tests and stays NaN
-    v = v > h ? h : v;
-    store(y + p * stride, v);
+// Sums of (x - shift) and of its square over one example's positions.
+template <int W>
+[[gnu::always_inline]] inline void moments(const float* x, int64_t positions, int64_t stride, const float* shift16,
+                                           float* sums16, float* squares16) {
+  using F = typename Lanes<W>::F;
+  constexpr int K = Lanes<W>::kPerRun;
+  F shift[K], s1[K], s2[K];
+#pragma GCC unroll 4
+  for (int k = 0; k < K; ++k) {
+    shift[k] = load<F>(shift16 + k * W);
+    s1[k] = s2[k] = F{};
   }
+  for (int64_t p = 0; p < positions; ++p)
+#pragma GCC unroll 4
+    for (int k = 0; k < K; ++k) {
+      const F d = load<F>(x + p * stride + k * W) - shift[k];
+      s1[k] += d;
+      s2[k] += d * d;
+    }
+#pragma GCC unroll 4
+  for (int k = 0; k < K; ++k) {
+    store(sums16 + k * W, s1[k]);
+    store(squares16 + k * W, s2[k]);
+  }
+}
+
+template <int W>
+[[gnu::always_inline]] inline void scale_shift_clip(const float* x, float* y, int64_t positions, int64_t stride,
+                                                    const float* scale16, const float* shift16, float lo, float hi) {
+  using F = typename Lanes<W>::F;
+  constexpr int K = Lanes<W>::kPerRun;
+  const F l = splat<F>(lo), h = splat<F>(hi);
+  for (int64_t p = 0; p < positions; ++p)
+#pragma GCC unroll 4
+    for (int k = 0; k < K; ++k) {
+      F v = load<F>(x + p * stride + k * W) * load<F>(scale16 + k * W) + load<F>(shift16 + k * W);
+      v = v < l ? l : v;  // a NaN fails both tests and stays NaN
+      v = v > h ? h : v;
+      store(y + p * stride + k * W, v);
+    }
 }
 
 // Sums of the passed gradient g (dy where the unclamped value lay inside the bounds) and of g * (x - mean).
-RAMJET_VECTOR_CLONES void clip_grad_sums(const float* x, const float* dy, int64_t positions, int64_t stride,
-                                         const float* scale16, const float* shift16, const float* mean16, float lo,
-                                         float hi, float* sums16, float* centred16) {
-  const Floats16 scale = load(scale16), shift = load(shift16), mean = load(mean16), l = splat(lo), h = splat(hi);
-  const Floats16 zero = {};
-  Floats16 s1 = {}, s2 = {};
-  for (int64_t p = 0; p < positions; ++p) {
-    const Floats16 xv = load(x + p * stride);
-    const Floats16 z = xv * scale + shift;
-    const Floats16 g = (z > l) & (z < h) ? load(dy + p * stride) : zero;
-    s1 += g;
-    s2 += g * (xv - mean);
+template <int W>
+[[gnu::always_inline]] inline void clip_grad_sums(const float* x, const float* dy, int64_t positions, int64_t stride,
+                                                  const float* scale16, const float* shift16, const float* mean16,
+                                                  float lo, float hi, float* sums16, float* centred16) {
+  using F = typename Lanes<W>::F;
+  constexpr int K = Lanes<W>::kPerRun;
+  const F l = splat<F>(lo), h = splat<F>(hi);
+  F s1[K], s2[K];
+#pragma GCC unroll 4
+  for (int k = 0; k < K; ++k) s1[k] = s2[k] = F{};
+  for (int64_t p = 0; p < positions; ++p)
+#pragma GCC unroll 4
+    for (int k = 0; k < K; ++k) {
+      const int64_t at = p * stride + k * W;
+      const F xv = load<F>(x + at);
+      const F z = xv * load<F>(scale16 + k * W) + load<F>(shift16 + k * W);
+      const F g = pass_inside<W>(z, load<F>(dy + at), l, h);
+      s1[k] += g;
+      s2[k] += g * (xv - load<F>(mean16 + k * W));
+    }
+#pragma GCC unroll 4
+  for (int k = 0; k < K; ++k) {
+    store(sums16 + k * W, s1[k]);
+    store(centred16 + k * W, s2[k]);
   }
-  store(sums16, s1);
-  store(centred16, s2);
 }
 
 // dx = a * g + b * (x - mean) + c, the batch-norm backward with the passed gradient g.
-RAMJET_VECTOR_CLONES void clip_backward(const float* x, const float* dy, float* dx, int64_t positions,
-                                        int64_t stride, const float* scale16, const float* shift16,
-                                        const float* mean16, const float* a16, const float* b16, const float* c16,
-                                        float lo, float hi) {
-  const Floats16 scale = load(scale16), shift = load(shift16), mean = load(mean16), l = splat(lo), h = splat(hi);
-  const Floats16 a = load(a16), b = load(b16), c = load(c16), zero = {};
-  for (int64_t p = 0; p < positions; ++p) {
-    const Floats16 xv = load(x + p * stride);
-    const Floats16 z = xv * scale + shift;
-    const Floats16 g = (z > l) & (z < h) ? load(dy + p * stride) : zero;
-    store(dx + p * stride, a * g + b * (xv - mean) + c);
-  }
+template <int W>
+[[gnu::always_inline]] inline void clip_backward(const float* x, const float* dy, float* dx, int64_t positions,
+                                                 int64_t stride, const float* scale16, const float* shift16,
+                                                 const float* mean16, const float* a16, const float* b16,
+                                                 const float* c16, float lo, float hi) {
+  using F = typename Lanes<W>::F;
+  constexpr int K = Lanes<W>::kPerRun;
+  const F l = splat<F>(lo), h = splat<F>(hi);
+  for (int64_t p = 0; p < positions; ++p)
+#pragma GCC unroll 4
+    for (int k = 0; k < K; ++k) {
+      const int64_t at = p * stride + k * W;
+      const F xv = load<F>(x + at);
+      const F z = xv * load<F>(scale16 + k * W) + load<F>(shift16 + k * W);
+      const F g = pass_inside<W>(z, load<F>(dy + at), l, h);
+      store(dx + at, load<F>(a16 + k * W) * g + load<F>(b16 + k * W) * (xv - load<F>(mean16 + k * W)) +
+                         load<F>(c16 + k * W));
+    }
 }
 
-}  // namespace norm_clip_runs
+// One instance of each loop per instruction set, and the table of the ones this CPU runs.
+struct RunKernels {
+  decltype(&moments<4>) moments;
+  decltype(&scale_shift_clip<4>) scale_shift_clip;
+  decltype(&clip_grad_sums<4>) clip_grad_sums;
+  decltype(&clip_backward<4>) clip_backward;
+};
 
-namespace {
+#define RAMJET_RUN_KERNELS(suffix, attributes, W)                                                               \
+  attributes void moments_##suffix(const float* x, int64_t n, int64_t s, const float* sh, float* o1, float* o2) { \
+    moments<W>(x, n, s, sh, o1, o2);                                                                          \
+  }                                                                                                           \
+  attributes void scale_shift_clip_##suffix(const float* x, float* y, int64_t n, int64_t s, const float* a,      \
+                                            const float* b, float lo, float hi) {                             \
+    scale_shift_clip<W>(x, y, n, s, a, b, lo, hi);                                                            \
+  }                                                                                                           \
+  attributes void clip_grad_sums_##suffix(const float* x, const float* dy, int64_t n, int64_t s, const float* a, \
+                                          const float* b, const float* m, float lo, float hi, float* o1,      \
+                                          float* o2) {                                                        \
+    clip_grad_sums<W>(x, dy, n, s, a, b, m, lo, hi, o1, o2);                                                  \
+  }                                                                                                           \
+  attributes void clip_backward_##suffix(const float* x, const float* dy, float* dx, int64_t n, int64_t s,       \
+                                         const float* a, const float* b, const float* m, const float* c1,     \
+                                         const float* c2, const float* c3, float lo, float hi) {              \
+    clip_backward<W>(x, dy, dx, n, s, a, b, m, c1, c2, c3, lo, hi);                                           \
+  }
+RAMJET_RUN_KERNELS(avx2, __attribute__((target("avx2,fma"))), 8)
+RAMJET_RUN_KERNELS(baseline, , 4)
+#undef RAMJET_RUN_KERNELS
+
+const RunKernels& run_kernels() {
+  static const RunKernels chosen =
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+          ? RunKernels{moments_avx2, scale_shift_clip_avx2, clip_grad_sums_avx2, clip_backward_avx2}
+          : RunKernels{moments_baseline, scale_shift_clip_baseline, clip_grad_sums_baseline, clip_backward_baseline};
+  return chosen;
+}
 
 constexpr int64_t kLanes = 16;
 constexpr int64_t kParallelMin = 1 << 15;  // values below which one thread is faster than waking a team
@@ -112,6 +190,20 @@ int64_t run_offset(const ChannelRuns& r, int64_t group, int64_t example) {
 }
 
 bool parallel(const ChannelRuns& r) { return r.groups() * kLanes * r.count() >= kParallelMin; }
+
+// Calls run(group, example) for every run, split evenly over the threads, in the order the runs lie in memory or
+// in its reverse. Two passes over a tensor larger than the cache go one way and then the other, so that the second
+// starts where the first ended, on what the cache still holds (and the first pass starts at the end its producer
+// wrote last).
+template <class Run>
+void for_each_run(const ChannelRuns& r, bool reverse, Run run) {
+  const int64_t groups = r.groups(), total = groups * r.examples;
+#pragma omp parallel for schedule(static) if (parallel(r))
+  for (int64_t i = 0; i < total; ++i) {
+    const int64_t j = reverse ? total - 1 - i : i;
+    run(j % groups, j / groups);
+  }
+}
 
 }  // namespace
 
@@ -159,13 +251,11 @@ void fold_norm(const NormInputs& norm, int64_t channels, float* scale, float* sh
 void channel_moments(const float* x, const ChannelRuns& r, float* mean, float* variance) {
   const int64_t groups = r.groups(), examples = r.examples;
   std::vector<float> part(static_cast<size_t>(groups * examples * 2 * kLanes));
-#pragma omp parallel for collapse(2) schedule(static) if (parallel(r))
-  for (int64_t g = 0; g < groups; ++g)
-    for (int64_t n = 0; n < examples; ++n) {
-      float* out = &part[static_cast<size_t>((g * examples + n) * 2 * kLanes)];
-      norm_clip_runs::moments(x + run_offset(r, g, n), r.positions, r.position_stride, x + run_offset(r, g, 0), out,
-                              out + kLanes);
-    }
+  for_each_run(r, /*reverse=*/true, [&](int64_t g, int64_t n) {
+    float* out = &part[static_cast<size_t>((g * examples + n) * 2 * kLanes)];
+    run_kernels().moments(x + run_offset(r, g, n), r.positions, r.position_stride, x + run_offset(r, g, 0), out,
+                          out + kLanes);
+  });
   const double count = static_cast<double>(r.count());
   for (int64_t g = 0; g < groups; ++g) {
     double sums[kLanes] = {}, squares[kLanes] = {};
@@ -188,14 +278,11 @@ void channel_moments(const float* x, const ChannelRuns& r, float* mean, float* v
 void scale_shift_clip(const float* x, const ChannelRuns& r, const float* scale, const float* shift, ClipBounds clip,
                       float* y) {
   const std::vector<float> s = padded(scale, r), t = padded(shift, r);
-  const int64_t groups = r.groups(), examples = r.examples;
-#pragma omp parallel for collapse(2) schedule(static) if (parallel(r))
-  for (int64_t g = 0; g < groups; ++g)
-    for (int64_t n = 0; n < examples; ++n) {
-      const int64_t at = run_offset(r, g, n);
-      norm_clip_runs::scale_shift_clip(x + at, y + at, r.positions, r.position_stride, &s[g * kLanes],
-                                       &t[g * kLanes], clip.lo, clip.hi);
-    }
+  for_each_run(r, /*reverse=*/false, [&](int64_t g, int64_t n) {
+    const int64_t at = run_offset(r, g, n);
+    run_kernels().scale_shift_clip(x + at, y + at, r.positions, r.position_stride, &s[g * kLanes], &t[g * kLanes],
+                                   clip.lo, clip.hi);
+  });
 }
 
 void norm_clip_backward(const float* x, const float* dy, const ChannelRuns& r, const NormInputs& norm,
@@ -205,14 +292,12 @@ void norm_clip_backward(const float* x, const float* dy, const ChannelRuns& r, c
   fold_norm(norm, C, scale.data(), shift.data());
   const std::vector<float> s = padded(scale.data(), r), t = padded(shift.data(), r), m = padded(norm.mean, r);
   std::vector<float> part(static_cast<size_t>(groups * examples * 2 * kLanes));
-#pragma omp parallel for collapse(2) schedule(static) if (parallel(r))
-  for (int64_t g = 0; g < groups; ++g)
-    for (int64_t n = 0; n < examples; ++n) {
-      const int64_t at = run_offset(r, g, n);
-      float* out = &part[static_cast<size_t>((g * examples + n) * 2 * kLanes)];
-      norm_clip_runs::clip_grad_sums(x + at, dy + at, r.positions, r.position_stride, &s[g * kLanes], &t[g * kLanes],
-                                     &m[g * kLanes], clip.lo, clip.hi, out, out + kLanes);
-    }
+  for_each_run(r, /*reverse=*/true, [&](int64_t g, int64_t n) {
+    const int64_t at = run_offset(r, g, n);
+    float* out = &part[static_cast<size_t>((g * examples + n) * 2 * kLanes)];
+    run_kernels().clip_grad_sums(x + at, dy + at, r.positions, r.position_stride, &s[g * kLanes], &t[g * kLanes],
+                                 &m[g * kLanes], clip.lo, clip.hi, out, out + kLanes);
+  });
   // Per channel: d beta = sum g; d gamma = sum g * x̂ = inv_std * sum g (x - mean); and the coefficients of
   // dx = gamma inv_std (g - d beta / M - x̂ d gamma / M).
   std::vector<float> a(groups * kLanes, 0.0f), b(groups * kLanes, 0.0f), c(groups * kLanes, 0.0f);
@@ -238,14 +323,11 @@ void norm_clip_backward(const float* x, const float* dy, const ChannelRuns& r, c
     }
   }
   if (!dx) return;
-#pragma omp parallel for collapse(2) schedule(static) if (parallel(r))
-  for (int64_t g = 0; g < groups; ++g)
-    for (int64_t n = 0; n < examples; ++n) {
-      const int64_t at = run_offset(r, g, n);
-      const int64_t k = g * kLanes;
-      norm_clip_runs::clip_backward(x + at, dy + at, dx + at, r.positions, r.position_stride, &s[k], &t[k], &m[k],
-                                    &a[k], &b[k], &c[k], clip.lo, clip.hi);
-    }
+  for_each_run(r, /*reverse=*/false, [&](int64_t g, int64_t n) {
+    const int64_t at = run_offset(r, g, n), k = g * kLanes;
+    run_kernels().clip_backward(x + at, dy + at, dx + at, r.positions, r.position_stride, &s[k], &t[k], &m[k], &a[k],
+                                &b[k], &c[k], clip.lo, clip.hi);
+  });
 }
 
 }  // namespace onednn
