@@ -38,12 +38,24 @@ template <class F>
 [[gnu::always_inline]] inline F splat(float f) {
   return F{} + f;
 }
-// v where lo < z < hi, else 0.
+// Calls body(at, k) for every vector of one example's run: vector k (of 16 / W) of each position, at floats
+// from the run's start.
+template <int W, class Body>
+[[gnu::always_inline]] inline void each_vector(int64_t positions, int64_t stride, Body&& body) {
+  for (int64_t p = 0; p < positions; ++p)
+#pragma GCC unroll 4
+    for (int k = 0; k < Lanes<W>::kPerRun; ++k) body(p * stride + k * W, k);
+}
+
+// dy where the unclamped value scale * x + shift lay inside (lo, hi), else 0: what passes back through the clip.
 template <int W>
-[[gnu::always_inline]] inline typename Lanes<W>::F pass_inside(typename Lanes<W>::F z, typename Lanes<W>::F v,
-                                                               typename Lanes<W>::F lo, typename Lanes<W>::F hi) {
+[[gnu::always_inline]] inline typename Lanes<W>::F passed_gradient(typename Lanes<W>::F x, typename Lanes<W>::F dy,
+                                                                   const float* scale, const float* shift,
+                                                                   typename Lanes<W>::F lo, typename Lanes<W>::F hi) {
+  using F = typename Lanes<W>::F;
   using I = typename Lanes<W>::I;
-  return reinterpret_cast<typename Lanes<W>::F>(reinterpret_cast<I>(v) & ((z > lo) & (z < hi)));
+  const F z = x * load<F>(scale) + load<F>(shift);
+  return reinterpret_cast<F>(reinterpret_cast<I>(dy) & ((z > lo) & (z < hi)));
 }
 
 // Sums of (x - shift) and of its square over one example's positions.
@@ -58,13 +70,11 @@ template <int W>
     shift[k] = load<F>(shift16 + k * W);
     s1[k] = s2[k] = F{};
   }
-  for (int64_t p = 0; p < positions; ++p)
-#pragma GCC unroll 4
-    for (int k = 0; k < K; ++k) {
-      const F d = load<F>(x + p * stride + k * W) - shift[k];
-      s1[k] += d;
-      s2[k] += d * d;
-    }
+  each_vector<W>(positions, stride, [&](int64_t at, int k) [[gnu::always_inline]] {
+    const F d = load<F>(x + at) - shift[k];
+    s1[k] += d;
+    s2[k] += d * d;
+  });
 #pragma GCC unroll 4
   for (int k = 0; k < K; ++k) {
     store(sums16 + k * W, s1[k]);
@@ -76,16 +86,13 @@ template <int W>
 [[gnu::always_inline]] inline void scale_shift_clip(const float* x, float* y, int64_t positions, int64_t stride,
                                                     const float* scale16, const float* shift16, float lo, float hi) {
   using F = typename Lanes<W>::F;
-  constexpr int K = Lanes<W>::kPerRun;
   const F l = splat<F>(lo), h = splat<F>(hi);
-  for (int64_t p = 0; p < positions; ++p)
-#pragma GCC unroll 4
-    for (int k = 0; k < K; ++k) {
-      F v = load<F>(x + p * stride + k * W) * load<F>(scale16 + k * W) + load<F>(shift16 + k * W);
-      v = v < l ? l : v;  // a NaN fails both tests and stays NaN
-      v = v > h ? h : v;
-      store(y + p * stride + k * W, v);
-    }
+  each_vector<W>(positions, stride, [&](int64_t at, int k) [[gnu::always_inline]] {
+    F v = load<F>(x + at) * load<F>(scale16 + k * W) + load<F>(shift16 + k * W);
+    v = v < l ? l : v;  // a NaN fails both tests and stays NaN
+    v = v > h ? h : v;
+    store(y + at, v);
+  });
 }
 
 // Sums of the passed gradient g (dy where the unclamped value lay inside the bounds) and of g * (x - mean).
@@ -99,16 +106,12 @@ template <int W>
   F s1[K], s2[K];
 #pragma GCC unroll 4
   for (int k = 0; k < K; ++k) s1[k] = s2[k] = F{};
-  for (int64_t p = 0; p < positions; ++p)
-#pragma GCC unroll 4
-    for (int k = 0; k < K; ++k) {
-      const int64_t at = p * stride + k * W;
-      const F xv = load<F>(x + at);
-      const F z = xv * load<F>(scale16 + k * W) + load<F>(shift16 + k * W);
-      const F g = pass_inside<W>(z, load<F>(dy + at), l, h);
-      s1[k] += g;
-      s2[k] += g * (xv - load<F>(mean16 + k * W));
-    }
+  each_vector<W>(positions, stride, [&](int64_t at, int k) [[gnu::always_inline]] {
+    const F xv = load<F>(x + at);
+    const F g = passed_gradient<W>(xv, load<F>(dy + at), scale16 + k * W, shift16 + k * W, l, h);
+    s1[k] += g;
+    s2[k] += g * (xv - load<F>(mean16 + k * W));
+  });
 #pragma GCC unroll 4
   for (int k = 0; k < K; ++k) {
     store(sums16 + k * W, s1[k]);
@@ -123,18 +126,13 @@ template <int W>
                                                  const float* mean16, const float* a16, const float* b16,
                                                  const float* c16, float lo, float hi) {
   using F = typename Lanes<W>::F;
-  constexpr int K = Lanes<W>::kPerRun;
   const F l = splat<F>(lo), h = splat<F>(hi);
-  for (int64_t p = 0; p < positions; ++p)
-#pragma GCC unroll 4
-    for (int k = 0; k < K; ++k) {
-      const int64_t at = p * stride + k * W;
-      const F xv = load<F>(x + at);
-      const F z = xv * load<F>(scale16 + k * W) + load<F>(shift16 + k * W);
-      const F g = pass_inside<W>(z, load<F>(dy + at), l, h);
-      store(dx + at, load<F>(a16 + k * W) * g + load<F>(b16 + k * W) * (xv - load<F>(mean16 + k * W)) +
-                         load<F>(c16 + k * W));
-    }
+  each_vector<W>(positions, stride, [&](int64_t at, int k) [[gnu::always_inline]] {
+    const F xv = load<F>(x + at);
+    const F g = passed_gradient<W>(xv, load<F>(dy + at), scale16 + k * W, shift16 + k * W, l, h);
+    store(dx + at, load<F>(a16 + k * W) * g + load<F>(b16 + k * W) * (xv - load<F>(mean16 + k * W)) +
+                       load<F>(c16 + k * W));
+  });
 }
 
 // One instance of each loop per instruction set, and the table of the ones this CPU runs.
@@ -205,6 +203,34 @@ void for_each_run(const ChannelRuns& r, bool reverse, Run run) {
   }
 }
 
+// Two sums per lane for every run (its example's part of a channel's total), written by the threads in any order
+// and added across examples in example order.
+class RunSums {
+ public:
+  explicit RunSums(const ChannelRuns& r)
+      : examples_(r.examples), part_(static_cast<size_t>(r.groups() * r.examples * 2 * kLanes)) {}
+  // Where the run (group, example) writes its kLanes first sums, followed by its kLanes second sums.
+  float* at(int64_t group, int64_t example) {
+    return &part_[static_cast<size_t>((group * examples_ + example) * 2 * kLanes)];
+  }
+  // The group's totals per lane, in double.
+  void total(int64_t group, double* first, double* second) {
+    std::fill(first, first + kLanes, 0.0);
+    std::fill(second, second + kLanes, 0.0);
+    for (int64_t n = 0; n < examples_; ++n) {
+      const float* in = at(group, n);
+      for (int64_t j = 0; j < kLanes; ++j) {
+        first[j] += in[j];
+        second[j] += in[kLanes + j];
+      }
+    }
+  }
+
+ private:
+  int64_t examples_;
+  std::vector<float> part_;
+};
+
 }  // namespace
 
 std::optional<ChannelRuns> channel_runs(const md& desc) {
@@ -249,23 +275,16 @@ void fold_norm(const NormInputs& norm, int64_t channels, float* scale, float* sh
 }
 
 void channel_moments(const float* x, const ChannelRuns& r, float* mean, float* variance) {
-  const int64_t groups = r.groups(), examples = r.examples;
-  std::vector<float> part(static_cast<size_t>(groups * examples * 2 * kLanes));
+  RunSums part(r);
   for_each_run(r, /*reverse=*/true, [&](int64_t g, int64_t n) {
-    float* out = &part[static_cast<size_t>((g * examples + n) * 2 * kLanes)];
+    float* out = part.at(g, n);
     run_kernels().moments(x + run_offset(r, g, n), r.positions, r.position_stride, x + run_offset(r, g, 0), out,
                           out + kLanes);
   });
   const double count = static_cast<double>(r.count());
-  for (int64_t g = 0; g < groups; ++g) {
-    double sums[kLanes] = {}, squares[kLanes] = {};
-    for (int64_t n = 0; n < examples; ++n) {
-      const float* in = &part[static_cast<size_t>((g * examples + n) * 2 * kLanes)];
-      for (int64_t j = 0; j < kLanes; ++j) {
-        sums[j] += in[j];
-        squares[j] += in[kLanes + j];
-      }
-    }
+  for (int64_t g = 0; g < r.groups(); ++g) {
+    double sums[kLanes], squares[kLanes];
+    part.total(g, sums, squares);
     const float* shift = x + run_offset(r, g, 0);
     for (int64_t j = 0; j < kLanes && g * kLanes + j < r.channels; ++j) {
       const double m = sums[j] / count;
@@ -287,14 +306,14 @@ void scale_shift_clip(const float* x, const ChannelRuns& r, const float* scale, 
 
 void norm_clip_backward(const float* x, const float* dy, const ChannelRuns& r, const NormInputs& norm,
                         ClipBounds clip, float* dx, float* dgamma, float* dbeta) {
-  const int64_t groups = r.groups(), examples = r.examples, C = r.channels;
+  const int64_t groups = r.groups(), C = r.channels;
   std::vector<float> scale(C), shift(C);
   fold_norm(norm, C, scale.data(), shift.data());
   const std::vector<float> s = padded(scale.data(), r), t = padded(shift.data(), r), m = padded(norm.mean, r);
-  std::vector<float> part(static_cast<size_t>(groups * examples * 2 * kLanes));
+  RunSums part(r);
   for_each_run(r, /*reverse=*/true, [&](int64_t g, int64_t n) {
     const int64_t at = run_offset(r, g, n);
-    float* out = &part[static_cast<size_t>((g * examples + n) * 2 * kLanes)];
+    float* out = part.at(g, n);
     run_kernels().clip_grad_sums(x + at, dy + at, r.positions, r.position_stride, &s[g * kLanes], &t[g * kLanes],
                                  &m[g * kLanes], clip.lo, clip.hi, out, out + kLanes);
   });
@@ -303,14 +322,8 @@ void norm_clip_backward(const float* x, const float* dy, const ChannelRuns& r, c
   std::vector<float> a(groups * kLanes, 0.0f), b(groups * kLanes, 0.0f), c(groups * kLanes, 0.0f);
   const double count = static_cast<double>(r.count());
   for (int64_t g = 0; g < groups; ++g) {
-    double sums[kLanes] = {}, centred[kLanes] = {};
-    for (int64_t n = 0; n < examples; ++n) {
-      const float* in = &part[static_cast<size_t>((g * examples + n) * 2 * kLanes)];
-      for (int64_t j = 0; j < kLanes; ++j) {
-        sums[j] += in[j];
-        centred[j] += in[kLanes + j];
-      }
-    }
+    double sums[kLanes], centred[kLanes];
+    part.total(g, sums, centred);
     for (int64_t j = 0; j < kLanes && g * kLanes + j < C; ++j) {
       const int64_t ch = g * kLanes + j;
       const double inv_std = 1.0 / std::sqrt(static_cast<double>(norm.variance[ch]) + norm.epsilon);
