@@ -105,6 +105,16 @@ TEST_F(OnednnPinning, FewerThreadsThanCpusAreLeftToTheKernel) {
   EXPECT_TRUE(seen.single_cpu_threads.empty());
 }
 
+// One process, as a host that trains on every CPU and then evaluates on one thread: the worker the first call
+// pinned gets the CPUs back when the second does not pin.
+TEST_F(OnednnPinning, AWorkerAnEarlierCallPinnedIsFreedByACallThatDoesNotPin) {
+  const Seen pinned = forward_with({{"threads", 2}});
+  ASSERT_EQ(pinned.single_cpu_threads.count(two_[1]), 1u);
+  const Seen freed = forward_with({{"threads", 1}});
+  EXPECT_EQ(freed.caller, two_);
+  EXPECT_TRUE(freed.single_cpu_threads.empty());
+}
+
 TEST_F(OnednnPinning, PinThreadsFalseLeavesThemAlone) {
   const Seen seen = forward_with({{"threads", 2}, {"pin_threads", false}});
   EXPECT_EQ(seen.caller, two_);

@@ -2,7 +2,9 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <utility>
 
 namespace onednn {
 namespace {
@@ -22,9 +24,23 @@ bool pin_calling_thread(int cpu) {
 
 // An OpenMP worker outlives the call, so it is pinned once and stays: its next teams put it on the same CPU
 // (libgomp hands a pool's threads the same numbers each time), and it runs nothing but OpenMP work.
+// libgomp keeps a pool of workers for each thread that starts teams; these count per such thread.
+thread_local int worker_cpu = -1;       // the CPU this worker was pinned to, or -1
+thread_local int pinned_team_size = 0;  // the largest team of this thread's pool pinned now; 0 when none is
+thread_local int pinned_scopes = 0;     // this thread's scopes that pinned it, still open
+
 void pin_worker(int cpu) {
-  thread_local int pinned_to = -1;
-  if (pinned_to != cpu && pin_calling_thread(cpu)) pinned_to = cpu;
+  if (worker_cpu != cpu && pin_calling_thread(cpu)) worker_cpu = cpu;
+}
+
+// A call that does not pin leaves its threads to the kernel, those an earlier call pinned included: they get the
+// calling thread's CPUs back.
+void release_workers() {
+  const int team = std::exchange(pinned_team_size, 0);
+  cpu_set_t mask;
+  if (team == 0 || sched_getaffinity(0, sizeof mask, &mask) != 0) return;
+#pragma omp parallel num_threads(team)
+  if (worker_cpu != -1 && sched_setaffinity(0, sizeof mask, &mask) == 0) worker_cpu = -1;
 }
 
 }  // namespace
@@ -44,21 +60,31 @@ ThreadScope::ThreadScope(int threads, const std::vector<int>& pin) : threads_(th
     omp_set_num_threads(threads_);
   }
   const int team = threads_ > 0 ? threads_ : omp_get_max_threads();
-  if (pin.empty() || team != static_cast<int>(pin.size())) return;
-  if (sched_getaffinity(0, sizeof caller_mask_, &caller_mask_) != 0) return;
+  pinned_ = pin_team(team, pin);
+  if (pinned_) ++pinned_scopes;
+  else if (pinned_scopes == 0) release_workers();  // a scope inside a pinned one leaves the outer's pins be
+}
+
+bool ThreadScope::pin_team(int team, const std::vector<int>& pin) {
+  if (pin.empty() || team != static_cast<int>(pin.size())) return false;
+  if (sched_getaffinity(0, sizeof caller_mask_, &caller_mask_) != 0) return false;
   for (int cpu : pin)  // a caller kept off some of these CPUs (by its own choice) is not moved onto them
-    if (!CPU_ISSET(cpu, &caller_mask_)) return;
-  pinned_ = pin_calling_thread(pin[0]);
-  if (!pinned_) return;
+    if (!CPU_ISSET(cpu, &caller_mask_)) return false;
+  if (!pin_calling_thread(pin[0])) return false;
+  pinned_team_size = std::max(pinned_team_size, team);
 #pragma omp parallel num_threads(team)
   {
     const int i = omp_get_thread_num();
     if (i > 0 && i < team) pin_worker(pin[static_cast<size_t>(i)]);
   }
+  return true;
 }
 
 ThreadScope::~ThreadScope() {
-  if (pinned_) sched_setaffinity(0, sizeof caller_mask_, &caller_mask_);
+  if (pinned_) {
+    sched_setaffinity(0, sizeof caller_mask_, &caller_mask_);
+    --pinned_scopes;
+  }
   if (threads_ > 0) omp_set_num_threads(previous_);
 }
 

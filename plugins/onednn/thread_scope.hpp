@@ -10,7 +10,7 @@
 // CPUs the process may use, thread i runs on the i-th of them. The calling thread is pinned only for the call and
 // gets its own mask back after, so threads the host starts from it later (the input pipeline's) are free to move.
 // Fewer threads than CPUs are left to the kernel: two jobs that both pinned to the first CPUs would share those
-// while the rest idle.
+// while the rest idle. A call that does not pin also gives workers an earlier call pinned their CPUs back.
 #pragma once
 
 #include <sched.h>
@@ -33,6 +33,10 @@ class ThreadScope {
   ThreadScope& operator=(const ThreadScope&) = delete;
 
  private:
+  // Pins the caller and the team's workers, one CPU each, where the call's team fills `pin`; false where it
+  // does not pin.
+  bool pin_team(int team, const std::vector<int>& pin);
+
   int threads_, previous_ = 0;
   bool pinned_ = false;
   cpu_set_t caller_mask_{};  // the calling thread's mask before the call, given back by the destructor
