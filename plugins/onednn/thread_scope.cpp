@@ -22,8 +22,8 @@ bool pin_calling_thread(int cpu) {
   return sched_setaffinity(0, sizeof one, &one) == 0;
 }
 
-// An OpenMP worker outlives the call, so it is pinned once and stays: its next teams put it on the same CPU
-// (libgomp hands a pool's threads the same numbers each time), and it runs nothing but OpenMP work.
+// An OpenMP worker outlives the call, so it is pinned once and stays on its CPU while calls keep pinning (libgomp
+// hands a pool's threads the same numbers each time, and keeps them when a smaller team runs in between).
 // libgomp keeps a pool of workers for each thread that starts teams; these count per such thread.
 thread_local int worker_cpu = -1;       // the CPU this worker was pinned to, or -1
 thread_local int pinned_team_size = 0;  // the largest team of this thread's pool pinned now; 0 when none is
@@ -33,14 +33,15 @@ void pin_worker(int cpu) {
   if (worker_cpu != cpu && pin_calling_thread(cpu)) worker_cpu = cpu;
 }
 
-// A call that does not pin leaves its threads to the kernel, those an earlier call pinned included: they get the
-// calling thread's CPUs back.
+// A call that does not pin leaves its threads to the kernel, those an earlier call pinned included: every worker of
+// that team gets the calling thread's CPUs back (also one the pool may have started meanwhile, which was born with
+// the pinned caller's one CPU).
 void release_workers() {
   const int team = std::exchange(pinned_team_size, 0);
   cpu_set_t mask;
   if (team == 0 || sched_getaffinity(0, sizeof mask, &mask) != 0) return;
 #pragma omp parallel num_threads(team)
-  if (worker_cpu != -1 && sched_setaffinity(0, sizeof mask, &mask) == 0) worker_cpu = -1;
+  if (omp_get_thread_num() > 0 && sched_setaffinity(0, sizeof mask, &mask) == 0) worker_cpu = -1;
 }
 
 }  // namespace

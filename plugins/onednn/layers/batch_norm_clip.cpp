@@ -8,6 +8,8 @@
 #include "batch_norm_spec.hpp"
 #include "registry.hpp"
 
+#include <optional>
+
 namespace onednn {
 namespace {
 
@@ -17,17 +19,17 @@ class BatchNormRelu6 : public Layer {
     const md given = b.compute_desc(b.input(0));
     if (given.data_type() != dt::f32)
       node.fail(RAMJET_ERR_INTERNAL, "a relu6 is fused into a batch_norm only in float32");
-    // The producer's layout when it has runs of 16 channels, else a copy blocked by 16.
+    // The producer's layout when it has runs of 16 or 8 channels, else a copy blocked by 16.
     const md wanted = channel_runs(given) ? given : channel_blocked(given);
+    const std::optional<ChannelRuns> runs = channel_runs(wanted);
+    if (!runs) node.fail(RAMJET_ERR_INTERNAL, "the fused batch_norm and relu6 cannot read its input's layout");
+    runs_ = *runs;
     in_ = Edge(b, b.input(0), wanted);
-    runs_ = *channel_runs(wanted);
     out_ = &b.output();
     b.define_output(wanted);
     const md per_channel({runs_.channels}, dt::f32, tag::a);
     mean_ = b.transient(per_channel);
     variance_ = b.transient(per_channel);
-    scale_.resize(static_cast<size_t>(runs_.channels));
-    shift_.resize(static_cast<size_t>(runs_.channels));
     if (!b.backward()) return;
     gamma_grad_ = GradSink(b, *spec_.gamma, spec_.gamma->value.get_desc(), per_channel);
     beta_grad_ = GradSink(b, *spec_.beta, spec_.beta->value.get_desc(), per_channel);
@@ -40,13 +42,11 @@ class BatchNormRelu6 : public Layer {
     if (exec.training) {
       channel_moments(x, runs_, floats(mean_), floats(variance_));
       move_statistics(spec_, floats(mean_), floats(variance_));
-      fold_norm(batch_statistics(), runs_.channels, scale_.data(), shift_.data());
-    } else {
-      const NormInputs moving{spec_.moving_mean->data(), spec_.moving_variance->data(), spec_.gamma->data(),
-                              spec_.beta->data(), spec_.epsilon};
-      fold_norm(moving, runs_.channels, scale_.data(), shift_.data());
+      return normalize_clip(x, runs_, batch_statistics(), kRelu6, floats(out_->mem));
     }
-    scale_shift_clip(x, runs_, scale_.data(), shift_.data(), kRelu6, floats(out_->mem));
+    const NormInputs moving{spec_.moving_mean->data(), spec_.moving_variance->data(), spec_.gamma->data(),
+                            spec_.beta->data(), spec_.epsilon};
+    normalize_clip(x, runs_, moving, kRelu6, floats(out_->mem));
   }
 
   void backward(const Exec& exec) override {
@@ -73,8 +73,7 @@ class BatchNormRelu6 : public Layer {
   Edge in_;
   ChannelRuns runs_;
   Value* out_ = nullptr;
-  dnnl::memory mean_, variance_;      // the last training batch's statistics
-  std::vector<float> scale_, shift_;  // the normalisation and gamma, beta folded together
+  dnnl::memory mean_, variance_;  // the last training batch's statistics
   GradSink gamma_grad_, beta_grad_;
 };
 
