@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 // The loops over one run of R channels (R = 16 or 8) are built for AVX2 and for the x86-64 baseline (SSE2), and
@@ -66,28 +67,37 @@ template <int W>
   return reinterpret_cast<F>(reinterpret_cast<I>(dy) & ((z > lo) & (z < hi)));
 }
 
+// Two sums over one example's run, terms(at, k) giving vector k's two terms at each position; stored as R floats
+// each.
+template <int W, int R, class Terms>
+[[gnu::always_inline]] inline void run_sums(int64_t positions, int64_t stride, float* first_r, float* second_r,
+                                            Terms&& terms) {
+  using F = typename Vec<W>::F;
+  constexpr int K = R / W;
+  F s1[K], s2[K];
+#pragma GCC unroll 4
+  for (int k = 0; k < K; ++k) s1[k] = s2[k] = F{};
+  each_vector<W, R>(positions, stride, [&](int64_t at, int k) [[gnu::always_inline]] {
+    const auto [first, second] = terms(at, k);
+    s1[k] += first;
+    s2[k] += second;
+  });
+#pragma GCC unroll 4
+  for (int k = 0; k < K; ++k) {
+    store(first_r + k * W, s1[k]);
+    store(second_r + k * W, s2[k]);
+  }
+}
+
 // Sums of (x - shift) and of its square over one example's positions.
 template <int W, int R>
 [[gnu::always_inline]] inline void moments(const float* x, int64_t positions, int64_t stride, const float* shift_r,
                                            float* sums_r, float* squares_r) {
   using F = typename Vec<W>::F;
-  constexpr int K = R / W;
-  F shift[K], s1[K], s2[K];
-#pragma GCC unroll 4
-  for (int k = 0; k < K; ++k) {
-    shift[k] = load<F>(shift_r + k * W);
-    s1[k] = s2[k] = F{};
-  }
-  each_vector<W, R>(positions, stride, [&](int64_t at, int k) [[gnu::always_inline]] {
-    const F d = load<F>(x + at) - shift[k];
-    s1[k] += d;
-    s2[k] += d * d;
+  run_sums<W, R>(positions, stride, sums_r, squares_r, [&](int64_t at, int k) [[gnu::always_inline]] {
+    const F d = load<F>(x + at) - load<F>(shift_r + k * W);
+    return std::pair{d, d * d};
   });
-#pragma GCC unroll 4
-  for (int k = 0; k < K; ++k) {
-    store(sums_r + k * W, s1[k]);
-    store(squares_r + k * W, s2[k]);
-  }
 }
 
 template <int W, int R>
@@ -109,22 +119,12 @@ template <int W, int R>
                                                   const RunNorm& n, float lo, float hi, float* sums_r,
                                                   float* centred_r) {
   using F = typename Vec<W>::F;
-  constexpr int K = R / W;
   const F l = splat<F>(lo), h = splat<F>(hi);
-  F s1[K], s2[K];
-#pragma GCC unroll 4
-  for (int k = 0; k < K; ++k) s1[k] = s2[k] = F{};
-  each_vector<W, R>(positions, stride, [&](int64_t at, int k) [[gnu::always_inline]] {
+  run_sums<W, R>(positions, stride, sums_r, centred_r, [&](int64_t at, int k) [[gnu::always_inline]] {
     const F centred = load<F>(x + at) - load<F>(n.mean + k * W);
     const F g = passed_gradient<W>(centred, load<F>(dy + at), n, k, l, h);
-    s1[k] += g;
-    s2[k] += g * centred;
+    return std::pair{g, g * centred};
   });
-#pragma GCC unroll 4
-  for (int k = 0; k < K; ++k) {
-    store(sums_r + k * W, s1[k]);
-    store(centred_r + k * W, s2[k]);
-  }
 }
 
 // dx = a * g + b * (x - mean) + c, the batch-norm backward with the passed gradient g.
