@@ -174,8 +174,16 @@ RAMJET_RUN_KERNELS(baseline_16, , 4, 16)
 RAMJET_RUN_KERNELS(baseline_8, , 4, 8)
 #undef RAMJET_RUN_KERNELS
 
+// AVX2 where the CPU has it and oneDNN may use it: ONEDNN_MAX_CPU_ISA caps these loops as it caps oneDNN's (and
+// lets a test run the baseline ones on any machine).
+bool use_avx2() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && isa != dnnl::cpu_isa::sse41 &&
+         isa != dnnl::cpu_isa::avx;
+}
+
 const RunKernels& run_kernels(const ChannelRuns& r) {
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool avx2 = use_avx2();
   if (r.lanes == 8) return avx2 ? kernels_avx2_8 : kernels_baseline_8;
   return avx2 ? kernels_avx2_16 : kernels_baseline_16;
 }
