@@ -42,17 +42,6 @@ json options_with(int64_t batch, const json& optimizer, const std::string& preci
   return {{"batch", batch}, {"precision", precision}, {"optimizer", optimizer}};
 }
 
-// Relative distance of two vectors: |a - b| / max(|a|, |b|).
-double distance(const std::vector<float>& a, const std::vector<float>& b) {
-  double d2 = 0, a2 = 0, b2 = 0;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    d2 += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
-    a2 += double(a[i]) * a[i];
-    b2 += double(b[i]) * b[i];
-  }
-  return a.size() == b.size() ? std::sqrt(d2 / std::max({a2, b2, 1e-30})) : 1e30;
-}
-
 json conv_stack() {
   return Ir()
       .input("x", {7, 7, 2})

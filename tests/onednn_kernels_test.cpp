@@ -62,3 +62,17 @@ TEST(OnednnKernels, TheDeblurUNetsOneChannelTensorsNeedNoOnednnReorderInBf16) {
   EXPECT_EQ(reference, "") << "primitives on oneDNN's reference kernels";
   EXPECT_EQ(one_channel_reorders, "") << "one-channel images reordered by oneDNN";
 }
+
+// The bench's MobileNet, trained briefly in float32: its batch norm → relu6 pairs run as one layer each
+// (plugins/onednn/norm_clip.hpp), leaving no clip for oneDNN's eltwise primitive to run.
+TEST(OnednnKernels, AFloat32MobileNetRunsNoClipOfItsOwn) {
+  const std::vector<std::string> executed =
+      executions_of("bench/train/models/mobilenet.json",
+                    "--set /train/precision=float32 --set /train/epochs=1 --set /data/train/take=256 "
+                    "--set /data/eval/take=256");
+  std::string clips;
+  for (const std::string& line : executed)
+    if (line.find(",eltwise,") != std::string::npos && line.find("clip") != std::string::npos) clips += line + "\n";
+  EXPECT_GT(executed.size(), 100u) << "too few executions for a MobileNet's training steps";
+  EXPECT_EQ(clips, "") << "relu6 run by oneDNN's eltwise primitive";
+}

@@ -17,19 +17,6 @@
 using namespace ramjet::core;
 using namespace ramjet::test::cpu_backend;
 
-namespace {
-struct TapLog {
-  std::map<std::string, std::vector<float>> seen;
-};
-ramjet_status on_tap(void* user, const char* name, const DLTensor* value, ramjet_error*) {
-  const float* p = static_cast<const float*>(value->data);
-  int64_t n = 1;
-  for (int i = 0; i < value->ndim; ++i) n *= value->shape[i];
-  static_cast<TapLog*>(user)->seen[name] = std::vector<float>(p, p + n);
-  return RAMJET_OK;
-}
-}  // namespace
-
 TEST(OnednnTaps, SeeActivationsInTheHostLayout) {
   const json g = small_cnn();
   Harness h;
@@ -37,8 +24,8 @@ TEST(OnednnTaps, SeeActivationsInTheHostLayout) {
   Example params = random_params(g, 10, 0.3f);
   ASSERT_TRUE(h.set_state("parameters", params).ok());
   TapLog log;
-  ASSERT_TRUE(h.set_taps(json::array({"flat", "fc"}), &on_tap, &log).ok());
-  EXPECT_EQ(h.set_taps(json::array({"missing"}), &on_tap, &log).code, RAMJET_ERR_INVALID_ARGUMENT);
+  ASSERT_TRUE(h.set_taps(json::array({"flat", "fc"}), &record_tap, &log).ok());
+  EXPECT_EQ(h.set_taps(json::array({"missing"}), &record_tap, &log).code, RAMJET_ERR_INVALID_ARGUMENT);
   std::mt19937 rng(26);
   Example batch = separable_batch(4, {8, 8, 1}, rng), out;
   ASSERT_TRUE(h.forward(batch, out, false).ok());

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <span>
@@ -120,6 +121,24 @@ std::vector<float> uniform(size_t n, std::mt19937& rng, float lo, float hi) {
   std::vector<float> v(n);
   for (float& x : v) x = d(rng);
   return v;
+}
+
+double distance(const std::vector<float>& a, const std::vector<float>& b) {
+  double d2 = 0, a2 = 0, b2 = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    d2 += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    a2 += double(a[i]) * a[i];
+    b2 += double(b[i]) * b[i];
+  }
+  return a.size() == b.size() ? std::sqrt(d2 / std::max({a2, b2, 1e-30})) : 1e30;
+}
+
+ramjet_status record_tap(void* user, const char* name, const DLTensor* value, ramjet_error*) {
+  const float* p = static_cast<const float*>(value->data);
+  int64_t n = 1;
+  for (int i = 0; i < value->ndim; ++i) n *= value->shape[i];
+  static_cast<TapLog*>(user)->seen[name] = std::vector<float>(p, p + n);
+  return RAMJET_OK;
 }
 
 Example batch_of(const Shape& shape, int64_t n, int64_t classes, uint32_t seed, const Shape& target_shape) {

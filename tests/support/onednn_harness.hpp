@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -83,6 +84,15 @@ std::vector<float> values(Example& e, const std::string& name);
 float scalar(Example& e, const char* name);
 
 std::vector<float> uniform(size_t n, std::mt19937& rng, float lo = -1.0f, float hi = 1.0f);
+
+// Relative distance of two vectors: |a - b| / max(|a|, |b|); 1e30 when their sizes differ.
+double distance(const std::vector<float>& a, const std::vector<float>& b);
+
+// Taps: a ramjet_tap_fn that keeps a copy of each tapped float32 value under its name (user: a TapLog).
+struct TapLog {
+  std::map<std::string, std::vector<float>> seen;
+};
+ramjet_status record_tap(void* user, const char* name, const DLTensor* value, ramjet_error* error);
 
 // A batch of `n` for graph input "x", uniform in [-1, 1], with labels: class ids below `classes`, or (when
 // `target_shape` is given) float targets "target" in [0, 1] for regressions.
