@@ -485,6 +485,20 @@ TEST(OnednnInt8, AvgPoolsOverMoreChannelsThanOneChunkRoundLikeTflite) {
   expect_backend_matches(m, "gap", 3);
 }
 
+// A global pool's mean comes from a table of every possible sum where the window has at most 4096 positions, and
+// its sums are 16-bit where they cannot pass 65535 (at most 257 positions). Here 484 positions (a table, 32-bit
+// sums) and 4356 (no table), both against TFLite's Mean.
+TEST(OnednnInt8, GlobalAvgPoolsOverLargeWindowsRoundLikeTflite) {
+  QModel m(2, 47);
+  m.input("image", {66, 66, 2});
+  m.conv("mix", "image", 5, 1, 1, {0, 0, 0, 0}, 1, "linear");
+  m.global_avg_pool("whole", "mix");
+  m.avg_pool("cells", "mix", 3, 3, 0);
+  m.global_avg_pool("of_cells", "cells");
+  expect_backend_matches(m, "whole", 2);
+  expect_backend_matches(m, "of_cells", 2);
+}
+
 TEST(OnednnInt8, ResidualAddMatchesTfliteFixedPointExactly) {
   QModel m(4, 31);
   m.input("image", {5, 5, 2});
