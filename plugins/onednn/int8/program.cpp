@@ -2,6 +2,8 @@
 
 #include "../thread_scope.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 
 namespace onednn::int8 {
@@ -40,7 +42,8 @@ QuantizedProgram::QuantizedProgram(const nlohmann::json& qgraph, int64_t batch, 
       threads_(threads),
       pin_(std::move(pin)),
       engine_(dnnl::engine::kind::cpu, 0),
-      stream_(engine_) {
+      stream_(engine_),
+      chunked_(graph_, quant_, params_, engine_) {
   ThreadScope scope(threads_, pin_);
   plan_for(batch_);  // compile errors surface here, not at the first forward
 }
@@ -79,7 +82,29 @@ int64_t QuantizedProgram::check_inputs(ramjet::Example& inputs) const {
 void QuantizedProgram::forward(const ramjet_forward_args&, ramjet::Example& inputs, ramjet::Example& outputs) {
   params_.require_complete("forward");
   ThreadScope scope(threads_, pin_);
-  plan_for(check_inputs(inputs)).forward(stream_, params_, inputs, outputs);
+  const int64_t batch = check_inputs(inputs);
+  const int team = threads_ > 0 ? threads_ : omp_get_max_threads();
+  QPlan& compiled = plan_for(batch_);
+  const int64_t chunks = ChunkedForward::chunk_count(batch, team, compiled.largest_value_bytes());
+  if (chunks <= 1) return plan_for(batch).forward(stream_, params_, inputs, outputs);
+
+  std::vector<const float*> rows_in;
+  std::vector<int64_t> in_sizes;
+  for (const TensorSpec& spec : graph_.inputs) {
+    const DLTensor& t = *inputs.find(spec.name);
+    rows_in.push_back(reinterpret_cast<const float*>(static_cast<const char*>(t.data) + t.byte_offset));
+    in_sizes.push_back(product(spec.shape));
+  }
+  std::vector<float*> rows_out;
+  std::vector<int64_t> out_sizes;
+  for (size_t i = 0; i < graph_.outputs.size(); ++i) {
+    const Shape each = compiled.example_output_shape(i);
+    Shape shape{batch};
+    shape.insert(shape.end(), each.begin(), each.end());
+    rows_out.push_back(output_rows(outputs, graph_.outputs[i], shape));
+    out_sizes.push_back(product(each));
+  }
+  chunked_.run(team, batch, chunks, rows_in, in_sizes, rows_out, out_sizes);
 }
 
 void QuantizedProgram::backward(const ramjet_backward_args&) { inference_only("backward"); }

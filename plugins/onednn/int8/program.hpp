@@ -1,9 +1,11 @@
 // An inference-only int8 program compiled from a qgraph (docs/quantized-graph.md) with options
 // {"precision": "int8", "batch": N, "threads": T}: set_state("parameters", qparams) hands it the int8 kernels and
 // int32 biases, forward takes float32 inputs and returns every graph output dequantized to float32. One QPlan per
-// batch size met (the compiled batch first), like the float program.
+// batch size met (the compiled batch first), like the float program, for batches run whole; larger batches run in
+// chunks of examples, one thread each, on ChunkedForward's plans.
 #pragma once
 
+#include "chunked_forward.hpp"
 #include "qplan.hpp"
 
 #include <map>
@@ -43,6 +45,7 @@ class QuantizedProgram {
   dnnl::engine engine_;
   dnnl::stream stream_;
   std::map<int64_t, std::unique_ptr<QPlan>> plans_;
+  ChunkedForward chunked_;  // batches cut into chunks of examples, each on one thread
 };
 
 }  // namespace onednn::int8

@@ -46,6 +46,19 @@ class Reorder : public QStep {
 
 }  // namespace
 
+float* output_rows(ramjet::Example& outputs, const std::string& name, const Shape& shape) {
+  DLTensor* t = outputs.find(name);
+  const bool reusable = t != nullptr && t->device.device_type == kDLCPU &&
+                        ramjet::same_dtype(t->dtype, ramjet::dtype_of<float>()) &&
+                        t->ndim == static_cast<int32_t>(shape.size()) &&
+                        std::equal(shape.begin(), shape.end(), t->shape) && ramjet::is_contiguous(*t);
+  if (!reusable) {
+    outputs.set(name, ramjet::Tensor::zeros(ramjet::dtype_of<float>(), shape));
+    t = outputs.find(name);
+  }
+  return ramjet::data_as<float>(*t);
+}
+
 QValue& QBuilder::value(const std::string& name) {
   const auto it = by_name_.find(name);
   if (it == by_name_.end()) fail(RAMJET_ERR_INTERNAL, "int8 plan: no value named '" + name + "'");
@@ -97,7 +110,9 @@ QPlan::QPlan(const Graph& graph, const QuantTable& quant, const QParamStore& par
   QBuilder builder(graph, engine, batch, quant, params);
   for (const TensorSpec& in : graph.inputs) {
     QValue& v = builder.define(in.name, in.shape, quant.activation(in.name), canonical_md(batch, in.shape, dt::u8));
-    inputs_.push_back({in.name, v.mem, v.quant});
+    Shape shape{batch};
+    shape.insert(shape.end(), in.shape.begin(), in.shape.end());
+    inputs_.push_back({in.name, shape, v.mem, v.quant});
   }
   for (const NodeSpec& node : graph.nodes) {
     if (builder.absorbed(node)) continue;
@@ -116,39 +131,45 @@ QPlan::QPlan(const Graph& graph, const QuantTable& quant, const QParamStore& par
     outputs_.push_back({name, shape, builder.canonical(v), v.quant});
   }
   values_ = builder.take_values();
+  for (const auto& v : values_) largest_value_bytes_ = std::max(largest_value_bytes_, product(v->shape));
   steps_ = builder.take_steps();
   scratchpad_ = dnnl::memory(md({static_cast<int64_t>(std::max<size_t>(builder.scratchpad_bytes(), 1))}, dt::u8, tag::a),
                              engine);
   for (Args* args : builder.scratchpad_users()) (*args)[DNNL_ARG_SCRATCHPAD] = scratchpad_;
 }
 
-void QPlan::forward(dnnl::stream& stream, const QParamStore& params, ramjet::Example& inputs,
-                    ramjet::Example& outputs) {
-  if (prepared_version_ != params.version()) {
-    for (auto& step : steps_) step->prepare(params, stream);
-    stream.wait();
-    prepared_version_ = params.version();
-  }
-  for (HostInput& in : inputs_) {
-    const DLTensor& t = *inputs.find(in.name);
-    const auto* x = reinterpret_cast<const float*>(static_cast<const char*>(t.data) + t.byte_offset);
-    quantize(x, static_cast<uint8_t*>(in.mem.get_data_handle()), ramjet::element_count(t), in.quant);
+void QPlan::refresh(dnnl::stream& stream, const QParamStore& params) {
+  if (prepared_version_ == params.version()) return;
+  for (auto& step : steps_) step->prepare(params, stream);
+  stream.wait();
+  prepared_version_ = params.version();
+}
+
+void QPlan::forward_rows(dnnl::stream& stream, const QParamStore& params, const std::vector<const float*>& inputs,
+                         const std::vector<float*>& outputs) {
+  refresh(stream, params);
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    const HostInput& in = inputs_[i];
+    quantize(inputs[i], static_cast<uint8_t*>(in.mem.get_data_handle()), product(in.shape), in.quant);
   }
   for (auto& step : steps_) step->run(stream);
   stream.wait();
-  for (HostOutput& out : outputs_) {
-    DLTensor* t = outputs.find(out.name);
-    const bool reusable = t != nullptr && t->device.device_type == kDLCPU &&
-                          ramjet::same_dtype(t->dtype, ramjet::dtype_of<float>()) &&
-                          t->ndim == static_cast<int32_t>(out.shape.size()) &&
-                          std::equal(out.shape.begin(), out.shape.end(), t->shape) && ramjet::is_contiguous(*t);
-    if (!reusable) {
-      outputs.set(out.name, ramjet::Tensor::zeros(ramjet::dtype_of<float>(), out.shape));
-      t = outputs.find(out.name);
-    }
-    dequantize(static_cast<const uint8_t*>(out.mem.get_data_handle()), ramjet::data_as<float>(*t), product(out.shape),
-               out.quant);
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const HostOutput& out = outputs_[i];
+    dequantize(static_cast<const uint8_t*>(out.mem.get_data_handle()), outputs[i], product(out.shape), out.quant);
   }
+}
+
+void QPlan::forward(dnnl::stream& stream, const QParamStore& params, ramjet::Example& inputs,
+                    ramjet::Example& outputs) {
+  std::vector<const float*> rows_in;
+  for (const HostInput& in : inputs_) {
+    const DLTensor& t = *inputs.find(in.name);
+    rows_in.push_back(reinterpret_cast<const float*>(static_cast<const char*>(t.data) + t.byte_offset));
+  }
+  std::vector<float*> rows_out;
+  for (const HostOutput& out : outputs_) rows_out.push_back(output_rows(outputs, out.name, out.shape));
+  forward_rows(stream, params, rows_in, rows_out);
 }
 
 }  // namespace onednn::int8

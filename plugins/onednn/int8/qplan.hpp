@@ -93,6 +93,10 @@ class QBuilder {
 using QLayerFactory = void (*)(const NodeSpec& node, QBuilder& builder);
 QLayerFactory find_qlayer(const std::string& op);
 
+// The data of the float32 output `name` of `shape` in `outputs`: the tensor already there when it is a contiguous
+// CPU float32 tensor of that shape, else a new one put in its place.
+float* output_rows(ramjet::Example& outputs, const std::string& name, const Shape& shape);
+
 class QPlan {
  public:
   QPlan(const Graph& graph, const QuantTable& quant, const QParamStore& params, const dnnl::engine& engine,
@@ -103,10 +107,20 @@ class QPlan {
   // Quantizes the inputs (checked by the caller), runs every step, writes each graph output as float32 [N, ...]
   // (reusing a matching tensor already in `outputs`). Refreshes weights first when the parameters changed.
   void forward(dnnl::stream& stream, const QParamStore& params, ramjet::Example& inputs, ramjet::Example& outputs);
+  // The same on raw rows: `inputs[i]` holds the graph's i-th input and `outputs[i]` receives its i-th output, as
+  // contiguous float32 [N, ...] with N this plan's batch (a slice of a larger batch: chunked_forward.hpp).
+  void forward_rows(dnnl::stream& stream, const QParamStore& params, const std::vector<const float*>& inputs,
+                    const std::vector<float*>& outputs);
+
+  // The bytes one example takes in the plan's largest activation: what a chunk of examples keeps in cache.
+  int64_t largest_value_bytes() const { return largest_value_bytes_; }
+  // The shape of one example of the graph's i-th output.
+  Shape example_output_shape(size_t i) const { return Shape(outputs_[i].shape.begin() + 1, outputs_[i].shape.end()); }
 
  private:
   struct HostInput {
     std::string name;
+    Shape shape;  // with the batch
     dnnl::memory mem;  // u8 canonical
     ActivationQuant quant;
   };
@@ -117,7 +131,10 @@ class QPlan {
     ActivationQuant quant;
   };
 
+  void refresh(dnnl::stream& stream, const QParamStore& params);
+
   int64_t batch_;
+  int64_t largest_value_bytes_ = 0;
   std::vector<HostInput> inputs_;
   std::vector<HostOutput> outputs_;
   std::vector<std::unique_ptr<QValue>> values_;
