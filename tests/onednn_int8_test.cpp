@@ -456,6 +456,30 @@ TEST(OnednnInt8, DepthwiseConvWithAZeroPointInputAndPaddingMatchesTheIntegerRefe
   expect_backend_matches(m, "out", 5);
 }
 
+// On a CPU with AVX-512 VNNI and VBMI, depthwise layers with kernels up to 4 rows high run on the plugin's own
+// kernel (plugins/onednn/int8/depthwise_kernel.hpp): 16 channels a vector, so 20 channels make a full and a partial
+// block; stride 2 with SAME-style padding on the bottom and right only, which the last row and column of outputs
+// read; 10 columns make 5 output pixels, which the kernel sums side by side in one group; the input's zero point,
+// which padding holds, is not -128.
+TEST(OnednnInt8, StridedDepthwiseConvOverAPartialChannelBlockMatchesTheIntegerReference) {
+  QModel m(3, 59);
+  m.input("image", {10, 10, 3});
+  m.conv("mix", "image", 20, 1, 1, {0, 0, 0, 0}, 1, "linear");
+  ASSERT_NE(m.value("mix").zp, -128) << "the test needs a non-trivial zero point";
+  m.conv("depthwise", "mix", 20, 3, 2, {0, 1, 0, 1}, 20, "relu6");
+  expect_backend_matches(m, "depthwise", 3);
+}
+
+// A kernel size the depthwise kernel has no unrolled form for (2 x 2), on rows of 19 pixels: two groups of 8 and
+// a rest of 3.
+TEST(OnednnInt8, DepthwiseConvWithATwoByTwoKernelMatchesTheIntegerReference) {
+  QModel m(2, 61);
+  m.input("image", {19, 19, 2});
+  m.conv("mix", "image", 16, 1, 1, {0, 0, 0, 0}, 1, "relu");
+  m.conv("depthwise", "mix", 16, 2, 1, {0, 1, 0, 1}, 16, "linear");
+  expect_backend_matches(m, "depthwise", 2);
+}
+
 // A dense layer whose input zero point is not -128 (a linear layer's output, flattened).
 TEST(OnednnInt8, DenseOnALinearLayersOutputSubtractsItsZeroPoint) {
   QModel m(4, 17);

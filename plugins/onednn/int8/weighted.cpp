@@ -3,8 +3,11 @@
 // points never reach the primitive's hot loop: the output's goes into the f32 bias (round(s * (acc + b + zp / s))
 // = round(s * (acc + b)) + zp), dense's input one into the bias too (minus zp_in * the kernel's column sum), and a
 // convolution whose input zero point is not 0 (u8 domain) hands it to oneDNN, which also gets the padding right.
-// On a CPU without VNNI, where oneDNN's int8 kernels saturate, both run on exact_conv.hpp's step instead.
+// On a CPU without VNNI, where oneDNN's int8 kernels saturate, both run on exact_conv.hpp's step instead. First
+// layers with few input channels (small_conv.hpp) and depthwise layers (depthwise_conv.hpp) have kernels of
+// their own on AVX-512 VNNI.
 #include "../layout.hpp"
+#include "depthwise_conv.hpp"
 #include "exact_conv.hpp"
 #include "qlayer_util.hpp"
 #include "small_conv.hpp"
@@ -228,6 +231,7 @@ bool onednn_exact() {
 
 void build_conv2d(const NodeSpec& node, QBuilder& b) {
   if (std::unique_ptr<QStep> small = SmallConvStep::try_build(node, b)) return b.add(std::move(small));
+  if (std::unique_ptr<QStep> depthwise = DepthwiseStep::try_build(node, b)) return b.add(std::move(depthwise));
   if (!onednn_exact()) return b.add(ExactWeightedStep::conv(node, b));
   b.add(std::make_unique<QConv2D>(node, b));
 }
