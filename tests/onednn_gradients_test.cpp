@@ -74,6 +74,12 @@ INSTANTIATE_TEST_SUITE_P(
                       json{{"filters", 6}, {"kernel", {3, 3}}, {"groups", 2}, {"activation", "gelu"}},
                       json{{"filters", 8}, {"kernel", {3, 3}}, {"groups", 4}, {"padding", {1, 1, 1, 1}},
                            {"activation", "relu6"}},  // depthwise, multiplier 2
+                      // Depthwise, multiplier 1 (MobileNet's): stride 2 with padding at the bottom and right only,
+                      // and an uneven kernel with strides.
+                      json{{"filters", 4}, {"kernel", {3, 3}}, {"groups", 4}, {"strides", {2, 2}},
+                           {"padding", {0, 1, 0, 1}}, {"activation", "relu6"}},
+                      json{{"filters", 4}, {"kernel", {3, 2}}, {"groups", 4}, {"strides", {1, 2}},
+                           {"padding", {1, 1, 0, 1}}, {"use_bias", false}},
                       json{{"filters", 3}, {"kernel", {2, 2}}, {"use_bias", false}, {"activation", "tanh"}}));
 
 // 16 channels in and out, 3x3, stride 1, float32: the shape the backend runs with Winograd's algorithm (forward,
@@ -93,6 +99,26 @@ TEST(OnednnConvGradientsWide, WinogradShapesMatchFiniteDifferences) {
                  .classifier("out");
     SCOPED_TRACE(use_bias ? "with a bias" : "without a bias");
     expect_gradients_match(g, batch_of({H, W, 2}, 3, 3, 4), 3);
+  }
+}
+
+// A depthwise convolution over 24 channels (a block of 16 and a partial one, or three of 8 where oneDNN lays
+// channels out in blocks of 8), stride 1 and stride 2.
+TEST(OnednnConvGradientsWide, DepthwiseInputGradientsOverSeveralChannelRunsMatchFiniteDifferences) {
+  for (const int64_t stride : {1, 2}) {
+    const int64_t C = 24, H = 7, W = 7, O = stride == 1 ? 7 : 4;
+    json g = Ir()
+                 .input("x", {H, W, 2})
+                 .conv("conv_a", "x", 2, {H, W, C},
+                       {{"filters", C}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "tanh"}})
+                 .conv("depthwise", "conv_a", C, {O, O, C},
+                       {{"filters", C}, {"kernel", {3, 3}}, {"groups", C}, {"strides", {stride, stride}},
+                        {"padding", {1, 1, 1, 1}}, {"activation", "tanh"}})
+                 .node("flat", "flatten", {"depthwise"}, {O * O * C})
+                 .dense("out", "flat", O * O * C, 3)
+                 .classifier("out");
+    SCOPED_TRACE("stride " + std::to_string(stride));
+    expect_gradients_match(g, batch_of({H, W, 2}, 3, 3, 5), 3);
   }
 }
 
