@@ -2,7 +2,6 @@
 // bias [filters], padding [top, bottom, left, right], the activation fused as a post-op where the backward allows.
 // conv1d: Keras Conv1D on a sequence [T, C], kernel [k, in/groups, filters], padding [before, after]: the same
 // convolution on the sequence seen as a one-row image [1, T, C] (plain nhwc: the same bytes, nothing copied).
-#include "../depthwise_grad.hpp"
 #include "../edge.hpp"
 #include "../layout.hpp"
 #include "../weights.hpp"
@@ -40,13 +39,6 @@ bool winograd_pays(const ConvGeometry& g, dt type, bool sequence, bool training)
 bool f32_weight_gradient_pays(const ConvGeometry& g, const dnnl::primitive_desc_base& bf16_weights_pd) {
   if (!std::string_view(bf16_weights_pd.impl_info_str()).ends_with("amx_bf16")) return false;
   return g.OH * g.OW <= kF32WeightGradientMaxOutputPositions;
-}
-
-// oneDNN 2.6's float32 depthwise backward-data kernel took 6.1 ms of the bench MobileNet's step where the forward
-// took 1.9 (6 times on stride 2); depthwise_grad.cpp's loops take 3.0 ms, reading runs of 16 or 8 channels (the
-// layouts oneDNN picks). Another layout keeps oneDNN's kernel.
-bool depthwise_pays(const ConvGeometry& g, dt type, bool sequence) {
-  return !sequence && type == dt::f32 && g.G == g.C && g.F == g.C && g.dilation == std::vector<int64_t>{1, 1};
 }
 
 class Conv2D : public WeightedLayer {
@@ -180,14 +172,6 @@ class Conv2D : public WeightedLayer {
     b.use_scratchpad(wpd, bwd_weights_args_);
 
     if (!in_.needs_grad()) return;  // e.g. the first layer: no one wants d loss / d image
-    if (depthwise_pays(g, type, sequence)) {
-      const auto in_runs = channel_runs(pd.src_desc()), out_runs = channel_runs(pd.dst_desc());
-      if (in_runs && out_runs && in_runs->lanes == out_runs->lanes) {
-        depthwise_ = DepthwiseBackwardData({H, W, OH, OW, k[0], k[1], s[0], s[1], pad[0], pad[2]}, *in_runs, *out_runs);
-        kernel_param_ = &kernel;
-        return;
-      }
-    }
     const auto dpd = or_direct([&](dnnl::algorithm a) {
       return dnnl::convolution_backward_data::primitive_desc(
           {a, pd.src_desc(), wei_any, pd.dst_desc(), strides, dilates, pad_l, pad_r}, b.attr(), b.engine(), pd);
@@ -196,18 +180,6 @@ class Conv2D : public WeightedLayer {
     bwd_data_args_ = {{DNNL_ARG_WEIGHTS, kernel_.compute(dpd.weights_desc())}};
     b.use_scratchpad(dpd, bwd_data_args_);
   }
-
- private:
-  void backward_data(const Exec& exec, const dnnl::memory& diff) override {
-    if (kernel_param_ == nullptr) return WeightedLayer::backward_data(exec, diff);
-    const dnnl::memory dx = in_.begin_diff();
-    exec.stream.wait();
-    depthwise_.run(floats(diff), kernel_param_->data(), floats(dx));
-    in_.end_diff(exec);
-  }
-
-  DepthwiseBackwardData depthwise_;
-  const Param* kernel_param_ = nullptr;  // set when depthwise_ computes the input's gradient
 };
 
 }  // namespace

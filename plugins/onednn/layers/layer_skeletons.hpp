@@ -61,13 +61,6 @@ class WeightedLayer : public Layer {
     if (bias_grad_) bias_grad_.commit(exec);
 
     if (!in_.needs_grad()) return;  // e.g. the first layer: no one wants d loss / d image
-    backward_data(exec, diff);
-  }
-
- protected:
-  // The input's gradient from the output's (`diff`, in the forward's output layout): the backward-data primitive,
-  // unless a layer has a kernel of its own.
-  virtual void backward_data(const Exec& exec, const dnnl::memory& diff) {
     kernel_.refresh(exec);
     bwd_data_args_[DNNL_ARG_DIFF_DST] = diff;
     bwd_data_args_[DNNL_ARG_DIFF_SRC] = in_.begin_diff();
@@ -75,6 +68,7 @@ class WeightedLayer : public Layer {
     in_.end_diff(exec);
   }
 
+ protected:
   Edge in_;
   Value* out_ = nullptr;
   Alias out_diff_view_;  // the output's gradient as the primitives see it, when that is another view of it
