@@ -1,7 +1,5 @@
 #include "norm_clip.hpp"
 
-#include "simd.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -9,16 +7,37 @@
 #include <utility>
 #include <vector>
 
-// The loops over one run of R channels (R = 16 or 8) are built for AVX2 and for the x86-64 baseline (SSE2)
-// (simd.hpp): they are bound by memory only once they move whole vectors. A run is R / W vectors of W floats.
+// The loops over one run of R channels (R = 16 or 8) are built for AVX2 and for the x86-64 baseline (SSE2), and
+// chosen when first called: the plugin is built for any x86-64, and the loops are bound by memory only once they
+// move whole vectors. Each loop is written once, over vectors of W floats (a run is R / W of them), with the
+// comparisons' masks as integer vectors: GCC splits a vector wider than the target's into scalar compares.
+// The vectors never cross a real call (their helpers are always inlined into one instruction set's loops), so
+// GCC's note that passing one would change with the target's ABI does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace onednn {
 namespace {
 
-using simd::load;
-using simd::splat;
-using simd::store;
-using simd::Vec;
+template <int W>
+struct Vec {
+  typedef float F __attribute__((vector_size(W * sizeof(float))));
+  typedef int32_t I __attribute__((vector_size(W * sizeof(float))));
+};
+
+template <class F>
+[[gnu::always_inline]] inline F load(const float* p) {
+  F v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class F>
+[[gnu::always_inline]] inline void store(float* p, F v) {
+  std::memcpy(p, &v, sizeof v);
+}
+template <class F>
+[[gnu::always_inline]] inline F splat(float f) {
+  return F{} + f;
+}
 
 // Calls body(at, k) for every vector of one example's run of R channels: vector k (of R / W) of each position, at
 // floats from the run's start.
@@ -155,8 +174,16 @@ RAMJET_RUN_KERNELS(baseline_16, , 4, 16)
 RAMJET_RUN_KERNELS(baseline_8, , 4, 8)
 #undef RAMJET_RUN_KERNELS
 
+// AVX2 where the CPU has it and oneDNN may use it: ONEDNN_MAX_CPU_ISA caps these loops as it caps oneDNN's (and
+// lets a test run the baseline ones on any machine).
+bool use_avx2() {
+  const dnnl::cpu_isa isa = dnnl::get_effective_cpu_isa();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && isa != dnnl::cpu_isa::sse41 &&
+         isa != dnnl::cpu_isa::avx;
+}
+
 const RunKernels& run_kernels(const ChannelRuns& r) {
-  static const bool avx2 = simd::use_avx2();
+  static const bool avx2 = use_avx2();
   if (r.lanes == 8) return avx2 ? kernels_avx2_8 : kernels_baseline_8;
   return avx2 ? kernels_avx2_16 : kernels_baseline_16;
 }
