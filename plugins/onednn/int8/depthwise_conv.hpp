@@ -33,51 +33,43 @@ class DepthwiseStep : public QStep {
   }
 
   void prepare(const QParamStore& params, dnnl::stream&) override {
-    const QParam& kernel = params.get(kernel_);
+    const QParam& kernel = params.get(r_.kernel);
     pack_depthwise_weights(shape_, kernel.s8.data(), weights_);
-    const int32_t* bias = bias_.empty() ? nullptr : params.get(bias_).s32.data();
+    const int32_t* bias = r_.bias.empty() ? nullptr : params.get(r_.bias).s32.data();
     const int64_t C = shape_.C, taps = shape_.kh * shape_.kw;
     for (int64_t c = 0; c < C; ++c) {
       // Padded taps hold the zero point too, so sum_taps (q - zp) w = sum_taps q w - zp * sum_taps w exactly.
       int64_t weight_sum = 0;
       for (int64_t t = 0; t < taps; ++t) weight_sum += kernel.s8[t * C + c];
-      const float scale = scales_.size() == 1 ? scales_[0] : scales_[c];
+      const float scale = r_.scales.size() == 1 ? r_.scales[0] : r_.scales[c];
       weights_.scale[c] = scale;
-      weights_.bias[c] = static_cast<float>(bias ? bias[c] : 0) - static_cast<float>(zp_in_ * weight_sum) +
-                         static_cast<float>(zp_out_) / scale;
+      weights_.bias[c] = static_cast<float>(bias ? bias[c] : 0) - static_cast<float>(r_.zp_in * weight_sum) +
+                         static_cast<float>(r_.zp_out) / scale;
     }
   }
 
   void run(dnnl::stream&) override {
     depthwise_forward(shape_, batch_, static_cast<const uint8_t*>(src_.get_data_handle()),
-                      static_cast<uint8_t>(zp_in_), weights_, static_cast<uint8_t*>(dst_.get_data_handle()), scratch_);
+                      static_cast<uint8_t>(r_.zp_in), weights_, static_cast<uint8_t*>(dst_.get_data_handle()), scratch_);
   }
 
  private:
   DepthwiseStep(const NodeSpec& node, QBuilder& b, QValue& in, const DepthwiseShape& s) : shape_(s), batch_(b.batch()) {
     checked_param(node, b, "kernel", true, {s.kh, s.kw, 1, s.C}, true);
     checked_param(node, b, "bias", false, {s.C}, false);
-    kernel_ = node.param("kernel");
-    if (node.params.count("bias")) bias_ = node.param("bias");
-    const ActivationQuant& out = output_quant(node, b);
-    scales_ = output_scales(node, b, in.quant, out, s.C);
-    zp_in_ = in.quant.zp_u8();
-    zp_out_ = out.zp_u8();
-    const ClampRange clamp = activation_range(node, out);
-    weights_.lo = static_cast<float>(std::max(0, clamp.lo + 128));
-    weights_.hi = static_cast<float>(std::min(255, clamp.hi + 128));
+    r_ = own_kernel_requant(node, b, in.quant, s.C);
+    weights_.lo = r_.lo;
+    weights_.hi = r_.hi;
     const auto lanes = static_cast<size_t>(s.blocks() * 16);
     weights_.bias.assign(lanes, 0.0f);
     weights_.scale.assign(lanes, 0.0f);
     src_ = b.canonical(in);
-    dst_ = b.define(node.name, node.shape, out, canonical_md(b.batch(), node.shape, dt::u8)).mem;
+    dst_ = b.define(node.name, node.shape, output_quant(node, b), canonical_md(b.batch(), node.shape, dt::u8)).mem;
   }
 
   DepthwiseShape shape_;
   int64_t batch_;
-  std::string kernel_, bias_;
-  std::vector<float> scales_;
-  int32_t zp_in_ = 0, zp_out_ = 0;
+  OwnKernelRequant r_;
   DepthwiseWeights weights_;
   dnnl::memory src_, dst_;
   std::vector<uint8_t> scratch_;

@@ -64,4 +64,19 @@ std::vector<float> output_scales(const NodeSpec& node, const QBuilder& b, const 
   return scales;
 }
 
+OwnKernelRequant own_kernel_requant(const NodeSpec& node, const QBuilder& b, const ActivationQuant& in,
+                                    int64_t channels) {
+  OwnKernelRequant r;
+  r.kernel = node.param("kernel");
+  if (node.params.count("bias")) r.bias = node.param("bias");
+  const ActivationQuant& out = output_quant(node, b);
+  r.scales = output_scales(node, b, in, out, channels);
+  r.zp_in = in.zp_u8();
+  r.zp_out = out.zp_u8();
+  const ClampRange clamp = activation_range(node, out);
+  r.lo = static_cast<float>(std::max(0, clamp.lo + 128));
+  r.hi = static_cast<float>(std::min(255, clamp.hi + 128));
+  return r;
+}
+
 }  // namespace onednn::int8

@@ -29,4 +29,16 @@ const QParam* checked_param(const NodeSpec& node, const QBuilder& b, const char*
 std::vector<float> output_scales(const NodeSpec& node, const QBuilder& b, const ActivationQuant& in,
                                  const ActivationQuant& out, int64_t channels);
 
+// What a conv2d or dense step on the plugin's own kernels (small_conv, depthwise, exact_conv) settles once, where
+// oneDNN's steps hand the same to a primitive: its parameters' names, the output scales, both zero points (u8
+// domain) and the u8 clamp of its saturation and fused activation.
+struct OwnKernelRequant {
+  std::string kernel, bias;   // parameter names; bias "" when the node has none
+  std::vector<float> scales;  // output_scales'
+  int32_t zp_in = 0, zp_out = 0;
+  float lo = 0, hi = 255;
+};
+OwnKernelRequant own_kernel_requant(const NodeSpec& node, const QBuilder& b, const ActivationQuant& in,
+                                    int64_t channels);
+
 }  // namespace onednn::int8

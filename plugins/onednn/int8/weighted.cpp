@@ -187,36 +187,28 @@ class ExactWeightedStep : public QStep {
   }
 
   void prepare(const QParamStore& params, dnnl::stream&) override {
-    const int32_t* bias = bias_.empty() ? nullptr : params.get(bias_).s32.data();
-    pack_exact_weights(shape_, params.get(kernel_).s8.data(), bias, scales_, zp_in_, zp_out_, weights_);
+    const int32_t* bias = r_.bias.empty() ? nullptr : params.get(r_.bias).s32.data();
+    pack_exact_weights(shape_, params.get(r_.kernel).s8.data(), bias, r_.scales, r_.zp_in, r_.zp_out, weights_);
   }
 
   void run(dnnl::stream&) override {
     exact_conv_forward(shape_, batch_, static_cast<const uint8_t*>(src_.get_data_handle()),
-                       static_cast<uint8_t>(zp_in_), weights_, static_cast<uint8_t*>(dst_.get_data_handle()), scratch_);
+                       static_cast<uint8_t>(r_.zp_in), weights_, static_cast<uint8_t*>(dst_.get_data_handle()), scratch_);
   }
 
  private:
   ExactWeightedStep(const NodeSpec& node, QBuilder& b, QValue& in, const ExactConvShape& s)
       : shape_(s), batch_(b.batch()) {
-    kernel_ = node.param("kernel");
-    if (node.params.count("bias")) bias_ = node.param("bias");
-    const ActivationQuant& out = output_quant(node, b);
-    scales_ = output_scales(node, b, in.quant, out, s.F);
-    zp_in_ = in.quant.zp_u8();
-    zp_out_ = out.zp_u8();
-    const ClampRange clamp = activation_range(node, out);
-    weights_.lo = static_cast<float>(std::max(0, clamp.lo + 128));
-    weights_.hi = static_cast<float>(std::min(255, clamp.hi + 128));
+    r_ = own_kernel_requant(node, b, in.quant, s.F);
+    weights_.lo = r_.lo;
+    weights_.hi = r_.hi;
     src_ = b.canonical(in);
-    dst_ = b.define(node.name, node.shape, out, canonical_md(b.batch(), node.shape, dt::u8)).mem;
+    dst_ = b.define(node.name, node.shape, output_quant(node, b), canonical_md(b.batch(), node.shape, dt::u8)).mem;
   }
 
   ExactConvShape shape_;
   int64_t batch_;
-  std::string kernel_, bias_;
-  std::vector<float> scales_;
-  int32_t zp_in_ = 0, zp_out_ = 0;
+  OwnKernelRequant r_;
   ExactConvWeights weights_;
   dnnl::memory src_, dst_;
   std::vector<uint8_t> scratch_;
