@@ -40,14 +40,16 @@ void ChunkedForward::run(int team, int64_t batch, int64_t chunks, const std::vec
     if (!lane.stream) lane.stream = std::make_unique<dnnl::stream>(engine_);
     plan(lane, base);
     if (extra > 0) plan(lane, base + 1);
+    lane.in.resize(inputs.size());
+    lane.out.resize(outputs.size());
   }
   std::exception_ptr error;
 #pragma omp parallel num_threads(threads)
   {
     omp_set_num_threads(1);  // layers' own parallel loops run on this thread alone, nested or not
     Lane& lane = lanes_[static_cast<size_t>(omp_get_thread_num())];
-    std::vector<const float*> in(inputs.size());
-    std::vector<float*> out(outputs.size());
+    std::vector<const float*>& in = lane.in;
+    std::vector<float*>& out = lane.out;
 #pragma omp for schedule(static)
     for (int64_t c = 0; c < chunks; ++c) {
       try {

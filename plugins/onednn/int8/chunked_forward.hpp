@@ -46,6 +46,8 @@ class ChunkedForward {
   struct Lane {  // one thread's
     std::unique_ptr<dnnl::stream> stream;
     std::map<int64_t, std::unique_ptr<QPlan>> plans;  // by chunk size
+    std::vector<const float*> in;                     // the current chunk's rows, kept between calls
+    std::vector<float*> out;
   };
   QPlan& plan(Lane& lane, int64_t examples);
 

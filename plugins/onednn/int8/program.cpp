@@ -45,7 +45,16 @@ QuantizedProgram::QuantizedProgram(const nlohmann::json& qgraph, int64_t batch, 
       stream_(engine_),
       chunked_(graph_, quant_, params_, engine_) {
   ThreadScope scope(threads_, pin_);
-  plan_for(batch_);  // compile errors surface here, not at the first forward
+  const QPlan& compiled = plan_for(batch_);  // compile errors surface here, not at the first forward
+  largest_value_bytes_ = compiled.largest_value_bytes();
+  for (const TensorSpec& spec : graph_.inputs) input_sizes_.push_back(product(spec.shape));
+  for (size_t i = 0; i < graph_.outputs.size(); ++i) {
+    const Shape each = compiled.example_output_shape(i);
+    output_sizes_.push_back(product(each));
+    Shape batched{batch_};
+    batched.insert(batched.end(), each.begin(), each.end());
+    output_shapes_.push_back(batched);
+  }
 }
 
 QPlan& QuantizedProgram::plan_for(int64_t batch) {
@@ -84,27 +93,17 @@ void QuantizedProgram::forward(const ramjet_forward_args&, ramjet::Example& inpu
   ThreadScope scope(threads_, pin_);
   const int64_t batch = check_inputs(inputs);
   const int team = threads_ > 0 ? threads_ : omp_get_max_threads();
-  QPlan& compiled = plan_for(batch_);
-  const int64_t chunks = ChunkedForward::chunk_count(batch, team, compiled.largest_value_bytes());
+  const int64_t chunks = ChunkedForward::chunk_count(batch, team, largest_value_bytes_);
   if (chunks <= 1) return plan_for(batch).forward(stream_, params_, inputs, outputs);
 
-  std::vector<const float*> rows_in;
-  std::vector<int64_t> in_sizes;
-  for (const TensorSpec& spec : graph_.inputs) {
-    const DLTensor& t = *inputs.find(spec.name);
-    rows_in.push_back(reinterpret_cast<const float*>(static_cast<const char*>(t.data) + t.byte_offset));
-    in_sizes.push_back(product(spec.shape));
+  rows_in_.resize(graph_.inputs.size());
+  rows_out_.resize(graph_.outputs.size());
+  for (size_t i = 0; i < rows_in_.size(); ++i) rows_in_[i] = input_rows(inputs, graph_.inputs[i].name);
+  for (size_t i = 0; i < rows_out_.size(); ++i) {
+    output_shapes_[i][0] = batch;
+    rows_out_[i] = output_rows(outputs, graph_.outputs[i], output_shapes_[i]);
   }
-  std::vector<float*> rows_out;
-  std::vector<int64_t> out_sizes;
-  for (size_t i = 0; i < graph_.outputs.size(); ++i) {
-    const Shape each = compiled.example_output_shape(i);
-    Shape shape{batch};
-    shape.insert(shape.end(), each.begin(), each.end());
-    rows_out.push_back(output_rows(outputs, graph_.outputs[i], shape));
-    out_sizes.push_back(product(each));
-  }
-  chunked_.run(team, batch, chunks, rows_in, in_sizes, rows_out, out_sizes);
+  chunked_.run(team, batch, chunks, rows_in_, input_sizes_, rows_out_, output_sizes_);
 }
 
 void QuantizedProgram::backward(const ramjet_backward_args&) { inference_only("backward"); }

@@ -46,6 +46,13 @@ class QuantizedProgram {
   dnnl::stream stream_;
   std::map<int64_t, std::unique_ptr<QPlan>> plans_;
   ChunkedForward chunked_;  // batches cut into chunks of examples, each on one thread
+  // What a chunked forward needs of every call, settled at compile time: per example, the largest activation's
+  // bytes and each input's and output's floats; each output's shape, its first dimension set to the call's batch.
+  int64_t largest_value_bytes_ = 0;
+  std::vector<int64_t> input_sizes_, output_sizes_;
+  std::vector<Shape> output_shapes_;
+  std::vector<const float*> rows_in_;  // the host tensors' data, kept so a call allocates nothing
+  std::vector<float*> rows_out_;
 };
 
 }  // namespace onednn::int8

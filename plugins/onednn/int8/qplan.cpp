@@ -59,6 +59,11 @@ float* output_rows(ramjet::Example& outputs, const std::string& name, const Shap
   return ramjet::data_as<float>(*t);
 }
 
+const float* input_rows(ramjet::Example& inputs, const std::string& name) {
+  const DLTensor& t = *inputs.find(name);
+  return reinterpret_cast<const float*>(static_cast<const char*>(t.data) + t.byte_offset);
+}
+
 QValue& QBuilder::value(const std::string& name) {
   const auto it = by_name_.find(name);
   if (it == by_name_.end()) fail(RAMJET_ERR_INTERNAL, "int8 plan: no value named '" + name + "'");
@@ -162,14 +167,11 @@ void QPlan::forward_rows(dnnl::stream& stream, const QParamStore& params, const 
 
 void QPlan::forward(dnnl::stream& stream, const QParamStore& params, ramjet::Example& inputs,
                     ramjet::Example& outputs) {
-  std::vector<const float*> rows_in;
-  for (const HostInput& in : inputs_) {
-    const DLTensor& t = *inputs.find(in.name);
-    rows_in.push_back(reinterpret_cast<const float*>(static_cast<const char*>(t.data) + t.byte_offset));
-  }
-  std::vector<float*> rows_out;
-  for (const HostOutput& out : outputs_) rows_out.push_back(output_rows(outputs, out.name, out.shape));
-  forward_rows(stream, params, rows_in, rows_out);
+  rows_in_.resize(inputs_.size());
+  rows_out_.resize(outputs_.size());
+  for (size_t i = 0; i < inputs_.size(); ++i) rows_in_[i] = input_rows(inputs, inputs_[i].name);
+  for (size_t i = 0; i < outputs_.size(); ++i) rows_out_[i] = output_rows(outputs, outputs_[i].name, outputs_[i].shape);
+  forward_rows(stream, params, rows_in_, rows_out_);
 }
 
 }  // namespace onednn::int8

@@ -96,6 +96,8 @@ QLayerFactory find_qlayer(const std::string& op);
 // The data of the float32 output `name` of `shape` in `outputs`: the tensor already there when it is a contiguous
 // CPU float32 tensor of that shape, else a new one put in its place.
 float* output_rows(ramjet::Example& outputs, const std::string& name, const Shape& shape);
+// The data of the float32 input `name` in `inputs`, as the program checked it: contiguous [N, ...].
+const float* input_rows(ramjet::Example& inputs, const std::string& name);
 
 class QPlan {
  public:
@@ -132,6 +134,9 @@ class QPlan {
   };
 
   void refresh(dnnl::stream& stream, const QParamStore& params);
+
+  std::vector<const float*> rows_in_;  // forward's pointers to the host tensors, kept so a call allocates nothing
+  std::vector<float*> rows_out_;
 
   int64_t batch_;
   int64_t largest_value_bytes_ = 0;
