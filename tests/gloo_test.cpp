@@ -148,6 +148,47 @@ TEST_F(GlooTest, GradientsTravelInBucketsCappedByBucketMbAndRunsRepeatBitForBit)
   EXPECT_TRUE(same_bits(parameters_in(dir / "first"), parameters_in(dir / "again")));
 }
 
+TEST_F(GlooTest, AGradientLargerThanAPieceTravelsInRowPiecesAndTwoRanksStillEndWhereOneRankEnds) {
+  // flatten -> dense 6144 relu -> dense 10: dense/kernel is 784 x 6144 floats (19.3 MB), two pieces of 392 rows. In
+  // the host's plan order (the reverse of the model's, each layer's kernel before its bias): dense_1/kernel,
+  // dense_1/bias and dense/kernel's first rows close the first bucket (a piece always closes one), its last rows
+  // the second, and dense/bias is the third. The cpu backend computes dense/kernel's gradient in those two blocks
+  // and reports each; the result must not move.
+  nlohmann::json doc = nlohmann::json::parse(read_file(manifest(512, 2)));
+  doc["model"]["layers"] = {{{"type", "flatten"}},
+                            {{"type", "dense"}, {"units", 6144}, {"activation", "relu"}},
+                            {{"type", "dense"}, {"units", 10}}};
+  const fs::path m = dir / "pieces.json";
+  write_file(m, doc.dump());
+  auto train = [&](const std::string& name, const std::string& extra) {
+    const auto r = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --quiet" +
+                       " --set /train/checkpoint/dir=" + quote((dir / name).string()) + " --report " +
+                       quote((dir / (name + ".json")).string()) + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return nlohmann::json::parse(read_file(dir / (name + ".json")))["train"];
+  };
+  train("one", "");
+  const auto two = train("two", " --nproc 2");
+  const auto again = train("again", " --nproc 2");
+  EXPECT_EQ(two["strategy"]["split_gradients"], 1);
+  EXPECT_EQ(two["strategy"]["buckets"], 3);
+  EXPECT_EQ(two["strategy"]["flat_buckets"], 3) << "a piece of the packed gradients is a stretch of them too";
+  EXPECT_TRUE(same_bits(parameters_in(dir / "two"), parameters_in(dir / "again")));
+
+  const core::Example a = parameters_in(dir / "one"), b = parameters_in(dir / "two");
+  ASSERT_EQ(a.entries.size(), b.entries.size());
+  for (const auto& entry : a.entries) {
+    const DLTensor& x = entry.tensor->dl_tensor;
+    const DLTensor* y = b.find(entry.name.c_str());
+    ASSERT_NE(y, nullptr) << entry.name;
+    ASSERT_EQ(core::element_count(x), core::element_count(*y));
+    const auto* p = static_cast<const float*>(x.data);
+    const auto* q = static_cast<const float*>(y->data);
+    for (int64_t i = 0; i < core::element_count(x); ++i)
+      ASSERT_NEAR(p[i], q[i], 1e-4 + 1e-3 * std::fabs(p[i])) << entry.name << "[" << i << "]";
+  }
+}
+
 TEST_F(GlooTest, ABucketCapOutOfRangeIsRefusedWithItsPointer) {
   const fs::path m = manifest(128, 1, {{"type", "gloo"}, {"bucket_mb", 0}});
   const auto r = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2 --quiet");

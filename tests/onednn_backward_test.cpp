@@ -9,6 +9,8 @@
 #include "ramjet/plugin/host_api.hpp"
 #include "ramjet/plugin/tensor.hpp"
 
+#include <ramjet/sdk/gradient_pieces.hpp>
+
 #include <cmath>
 #include <random>
 #include <string>
@@ -26,6 +28,13 @@ void on_ready(void* user, const char* name, DLTensor* gradient) {
   auto* log = static_cast<ReadyLog*>(user);
   log->names.emplace_back(name);
   log->first_values.push_back(static_cast<const float*>(gradient->data)[0]);
+}
+// Every grad_ready and grad_rows_ready in the order they came: "name" for the whole, "name:rows" for rows.
+void log_ready(void* user, const char* name, DLTensor* /*gradient*/) {
+  static_cast<std::vector<std::string>*>(user)->emplace_back(name);
+}
+void log_rows(void* user, const char* name, DLTensor* /*gradient*/, int64_t rows_final) {
+  static_cast<std::vector<std::string>*>(user)->push_back(std::string(name) + ":" + std::to_string(rows_final));
 }
 }  // namespace
 
@@ -97,5 +106,43 @@ TEST(OnednnBackward, GradientViewsAreWhatTheOptimizerApplies) {
   for (const char* name : {"d/kernel", "d/bias"}) {
     const auto p0 = values(params, name), p1 = values(after, name), g0 = values(before, name);
     for (size_t i = 0; i < p0.size(); ++i) EXPECT_NEAR(p1[i], p0[i] - 0.5f * 2.0f * g0[i], 1e-6) << name << i;
+  }
+}
+
+TEST(OnednnBackward, ALargeDenseKernelsGradientIsReportedInTheHostsRowPiecesBeforeTheWhole) {
+  // 2,200 x 2,048 floats (18 MB): larger than one piece, so the host plans it as two pieces of 1,100 rows and the
+  // backend, asked for rows, computes it in the same two blocks and reports each as it lands.
+  constexpr int64_t kIn = 2200, kUnits = 2048;
+  const int64_t rows = ramjet::gradient_piece_rows(kIn, kUnits * 4);
+  ASSERT_EQ(rows, 1100);
+  const json g = Ir().input("x", {kIn}).dense("d", "x", kIn, kUnits).classifier("d");
+  Harness h;
+  ASSERT_TRUE(h.compile(g, {{"batch", 8}, {"optimizer", {{"type", "sgd"}}}}).ok());
+  Example params = random_params(g, 5, 0.05f);
+  ASSERT_TRUE(h.set_state("parameters", params).ok());
+  Example batch = batch_of({kIn}, 8, static_cast<int>(kUnits), 9), out;
+
+  ASSERT_TRUE(h.forward(batch, out, true).ok());
+  std::vector<std::string> whole_only;
+  ASSERT_TRUE(h.backward(1.0f, false, &log_ready, &whole_only).ok());
+  EXPECT_EQ(whole_only, (std::vector<std::string>{"d/kernel", "d/bias"})) << "without grad_rows_ready: the primitive";
+  Example reference = h.state("gradients");
+
+  std::vector<std::string> events;
+  ASSERT_TRUE(h.backward(1.0f, false, &log_ready, &events, nullptr, &log_rows).ok());
+  EXPECT_EQ(events, (std::vector<std::string>{"d/bias", "d/kernel:1100", "d/kernel:2200", "d/kernel"}));
+  Example pieces = h.state("gradients");
+  ASSERT_TRUE(h.backward(1.0f, true, &log_ready, &events, nullptr, &log_rows).ok());  // accumulate: twice
+  Example doubled = h.state("gradients");
+  for (const char* name : {"d/kernel", "d/bias"}) {
+    const auto a = values(reference, name), b = values(pieces, name), c = values(doubled, name);
+    ASSERT_EQ(a.size(), b.size());
+    double largest = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      largest = std::max(largest, static_cast<double>(std::fabs(a[i])));
+      ASSERT_NEAR(b[i], a[i], 1e-6 + 1e-5 * std::fabs(a[i])) << name << "[" << i << "]";
+      ASSERT_NEAR(c[i], 2 * b[i], 1e-6 + 1e-5 * std::fabs(b[i])) << name << "[" << i << "]";
+    }
+    EXPECT_GT(largest, 1e-4) << name << ": a gradient of zeros would compare equal to anything";
   }
 }

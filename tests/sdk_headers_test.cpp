@@ -25,7 +25,7 @@ namespace {
 extern "C" int ramjet_test_abi_h_as_c(void);  // the same header compiled as C11 (sdk_headers_abi_h.c)
 
 TEST(SdkHeaders, AbiHeaderAloneInCxxAndInC) {
-  EXPECT_EQ(RAMJET_ABI_VERSION, 2u);
+  EXPECT_EQ(RAMJET_ABI_VERSION, 3u);
   EXPECT_STREQ(RAMJET_ENTRY_SYMBOL, "ramjet_plugin_entry");
   EXPECT_EQ(ramjet_test_abi_h_as_c(), static_cast<int>(sizeof(ramjet_backend_vtable)));
 }

@@ -145,7 +145,7 @@ TEST_F(SdkPackage, FindPackageNamesTheMovedInstallation) {
   EXPECT_EQ(canonical(status_value(r.output, "RAMJET_PLUGIN_DIR")),
             canonical((moved() / "lib" / "ramjet" / "plugins").string()));
   EXPECT_EQ(canonical(status_value(r.output, "INCLUDE")), canonical((moved() / "include").string()));
-  EXPECT_EQ(status_value(r.output, "RAMJET_ABI_VERSION"), "2");
+  EXPECT_EQ(status_value(r.output, "RAMJET_ABI_VERSION"), "3");
 }
 
 TEST_F(SdkPackage, PkgConfigNamesTheMovedInstallationAndCxx20) {

@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
                                         static_cast<uint64_t>(step), 0};
       program->forward(forward, batches[static_cast<size_t>(step % 4)], out);
       const ramjet_backward_args backward{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, 1.0f, 0,
-                                          nullptr, nullptr, nullptr};
+                                          nullptr, nullptr, nullptr, nullptr};
       program->backward(backward);
       const ramjet_update_args update{sizeof(ramjet_update_args), RAMJET_ABI_VERSION, step, 0.001f, 1.0f};
       program->optimizer_update(update);

@@ -28,6 +28,16 @@ struct Exec {
   // Add into the parameter's gradient rather than overwrite it: the host asked to accumulate, or another layer
   // sharing the parameter already wrote its part in this backward.
   bool accumulates(const Param& p) const { return (backward && backward->accumulate != 0) || p.written; }
+  // Whether the host takes rows of p's gradient as they become final (grad_rows_ready, ABI version 3), asked by the
+  // layer that delivers p's last part before it starts.
+  bool reports_gradient_rows(const Param& p) const {
+    return backward && backward->struct_size >= RAMJET_BACKWARD_ARGS_V3_SIZE && backward->grad_rows_ready &&
+           p.pending == 1;
+  }
+  // Rows [0, rows) of p's gradient are final; only where reports_gradient_rows(p), before gradient_done(p).
+  void gradient_rows_done(Param& p, int64_t rows) const {
+    backward->grad_rows_ready(backward->grad_ready_user, p.name.c_str(), &p.grad_view.dl_tensor, rows);
+  }
   // A layer delivered its part of p's gradient; the last one makes it final and tells the host.
   void gradient_done(Param& p) const {
     p.written = true;

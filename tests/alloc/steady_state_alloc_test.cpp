@@ -117,7 +117,7 @@ std::string expect_steady_state(const Graph& graph, Example& batch, int64_t batc
     auto step = [&](int64_t n) {
       const ramjet_forward_args forward{sizeof(ramjet_forward_args), RAMJET_ABI_VERSION, 1, 0, static_cast<uint64_t>(n), n};
       program->forward(forward, batch, outputs);
-      const ramjet_backward_args backward{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, 1.0f, 0, nullptr, nullptr, nullptr};
+      const ramjet_backward_args backward{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, 1.0f, 0, nullptr, nullptr, nullptr, nullptr};
       program->backward(backward);
       const ramjet_update_args update{sizeof(ramjet_update_args), RAMJET_ABI_VERSION, n + 1, 1e-3f, 1.0f};
       program->optimizer_update(update);

@@ -46,9 +46,9 @@ Status Harness::forward(Example& inputs, Example& outputs, bool training, uint64
 }
 
 Status Harness::backward(float loss_scale, bool accumulate, ramjet_grad_ready_fn ready, void* user,
-                         int32_t* nonfinite) {
+                         int32_t* nonfinite, ramjet_grad_rows_ready_fn rows_ready) {
   const ramjet_backward_args args{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, loss_scale, accumulate ? 1 : 0,
-                                  ready, user, nonfinite};
+                                  ready, user, nonfinite, rows_ready};
   return call([&](ramjet_error* e) { return vt().backward(backend_->self(), program_, &args, e); });
 }
 

@@ -45,7 +45,7 @@ class Harness {
   Status compile(const json& graph, const json& options);
   Status forward(Example& inputs, Example& outputs, bool training, uint64_t seed = 7);
   Status backward(float loss_scale = 1.0f, bool accumulate = false, ramjet_grad_ready_fn ready = nullptr,
-                  void* user = nullptr, int32_t* nonfinite = nullptr);
+                  void* user = nullptr, int32_t* nonfinite = nullptr, ramjet_grad_rows_ready_fn rows_ready = nullptr);
   Status update(int64_t step, float lr, float gradient_scale = 1.0f);
   Status get_state(const char* which, Example& out);
   Status set_state(const char* which, Example& values);

@@ -2,6 +2,8 @@
 
 #include "ramjet/plugin/failure.hpp"
 
+#include <ramjet/sdk/gradient_pieces.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <limits>
@@ -36,32 +38,36 @@ GradientBuckets::GradientBuckets(Strategy& strategy, Example& gradients, const s
                                  size_t cap_bytes)
     : strategy_(strategy), gradients_(gradients), overlaps_(strategy.has_all_reduce_start()) {
   const size_t count = gradients_.entries.size();
-  ready_.assign(count, false);
+  rows_final_.assign(count, 0);
+  pieces_final_.assign(count, 0);
+  pieces_of_.resize(count);
   // The order backward finishes the gradients: the reverse of the model's, after any the model order leaves out.
-  std::unordered_map<std::string, size_t> index;
-  for (size_t k = 0; k < count; ++k) index[gradients_.entries[k].name] = k;
+  for (size_t k = 0; k < count; ++k) index_[gradients_.entries[k].name] = k;
   std::vector<size_t> order;
   std::vector<bool> placed(count, false);
   for (auto it = model_order.rbegin(); it != model_order.rend(); ++it)
-    if (auto found = index.find(*it); found != index.end() && !placed[found->second])
+    if (auto found = index_.find(*it); found != index_.end() && !placed[found->second])
       order.push_back(found->second), placed[found->second] = true;
   std::vector<size_t> rest;
   for (size_t k = 0; k < count; ++k)
     if (!placed[k]) rest.push_back(k);
   order.insert(order.begin(), rest.begin(), rest.end());
-  // A bucket closes once it reaches its cap (so one gradient larger than the cap is a bucket of its own). The
-  // first cap is smaller: the last layers' gradients are on the wire while backward goes on. It is also at most half
-  // the gradients, so a model that fits in one bucket still sends its last layers while backward does the rest.
+  for (size_t k : order) plan_pieces(k);
+  // A bucket closes once it reaches its cap (so one gradient larger than the cap is a bucket of its own), and after
+  // every piece of a split gradient: a piece goes out as soon as it is final, not when the cap's worth of pieces
+  // after it are. The first cap is smaller: the last layers' gradients are on the wire while backward goes on. It
+  // is also at most half the gradients, so a model that fits in one bucket still sends its last layers while
+  // backward does the rest.
   size_t total = 0;
   for (size_t k : order) total += byte_size(gradients_.entries[k].tensor->dl_tensor);
   Bucket current;
   size_t cap = std::min({kFirstBucketBytes, cap_bytes, std::max<size_t>(total / 2, 1)});
-  for (size_t k : order) {
-    const size_t size = byte_size(gradients_.entries[k].tensor->dl_tensor);
-    current.members.push_back(k);
+  for (size_t i = 0; i < pieces_.size(); ++i) {
+    const size_t size = byte_size(pieces_[i].view);
+    current.members.push_back(i);
     current.bytes += size;
     bytes_ += size;
-    if (current.bytes >= cap) {
+    if (current.bytes >= cap || !pieces_[i].whole) {
       buckets_.push_back(std::move(current));
       current = Bucket{};
       cap = cap_bytes;
@@ -69,16 +75,43 @@ GradientBuckets::GradientBuckets(Strategy& strategy, Example& gradients, const s
   }
   if (!current.members.empty()) buckets_.push_back(std::move(current));
   for (size_t b = 0; b < buckets_.size(); ++b) {
-    for (size_t m = 0; m < buckets_[b].members.size(); ++m)
-      where_[gradients_.entries[buckets_[b].members[m]].name] = {b, m};
+    for (size_t i : buckets_[b].members) pieces_[i].bucket = b;
     make_flat_view_if_contiguous(buckets_[b]);
   }
 }
 
+void GradientBuckets::plan_pieces(size_t gradient) {
+  const DLTensor& t = gradients_.entries[gradient].tensor->dl_tensor;
+  const bool host_readable = t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAManaged;
+  const int64_t rows = t.ndim > 0 ? t.shape[0] : 1;
+  const int64_t row_bytes = rows > 0 ? static_cast<int64_t>(byte_size(t)) / rows : 0;
+  // Only a dense host tensor is cut: its rows are a contiguous tensor of their own.
+  const int64_t step = is_dense_float32(t) && host_readable && t.ndim > 0 ? ramjet::gradient_piece_rows(rows, row_bytes) : rows;
+  for (int64_t begin = 0; begin < std::max<int64_t>(rows, 1); begin += std::max<int64_t>(step, 1)) {
+    Piece piece;
+    piece.gradient = gradient;
+    piece.row_begin = begin;
+    piece.row_end = std::min(rows, begin + std::max<int64_t>(step, 1));
+    piece.whole = step >= rows;
+    piece.view = t;
+    if (!piece.whole) {
+      piece.shape.assign(t.shape, t.shape + t.ndim);
+      piece.shape[0] = piece.row_end - piece.row_begin;
+      piece.view.byte_offset = t.byte_offset + static_cast<uint64_t>(begin * row_bytes);
+      piece.view.strides = nullptr;
+    }
+    pieces_of_[gradient].push_back(pieces_.size());
+    pieces_.push_back(std::move(piece));
+    if (step >= rows) break;
+  }
+  for (size_t i : pieces_of_[gradient])  // after the moves: the views point into their own pieces' shapes
+    if (!pieces_[i].whole) pieces_[i].view.shape = pieces_[i].shape.data();
+}
+
 void GradientBuckets::make_flat_view_if_contiguous(Bucket& bucket) {
   std::vector<const DLTensor*> parts;
-  for (size_t k : bucket.members) {
-    const DLTensor& t = gradients_.entries[k].tensor->dl_tensor;
+  for (size_t i : bucket.members) {
+    const DLTensor& t = pieces_[i].view;
     const bool host_readable = t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAManaged;
     if (!is_dense_float32(t) || !host_readable) return;
     parts.push_back(&t);
@@ -97,6 +130,11 @@ void GradientBuckets::make_flat_view_if_contiguous(Bucket& bucket) {
   bucket.flat_view.strides = nullptr;
 }
 
+size_t GradientBuckets::split_gradient_count() const {
+  return static_cast<size_t>(
+      std::count_if(pieces_of_.begin(), pieces_of_.end(), [](const std::vector<size_t>& p) { return p.size() > 1; }));
+}
+
 size_t GradientBuckets::flat_bucket_count() const {
   return static_cast<size_t>(std::count_if(buckets_.begin(), buckets_.end(), [](const Bucket& b) { return b.flat; }));
 }
@@ -105,7 +143,11 @@ std::string GradientBuckets::plan_text() const {
   std::string out;
   for (size_t b = 0; b < buckets_.size(); ++b) {
     out += "bucket " + std::to_string(b) + ":";
-    for (size_t k : buckets_[b].members) out += " " + gradients_.entries[k].name;
+    for (size_t i : buckets_[b].members) {
+      const Piece& piece = pieces_[i];
+      out += " " + gradients_.entries[piece.gradient].name;
+      if (!piece.whole) out += "[" + std::to_string(piece.row_begin) + ":" + std::to_string(piece.row_end) + "]";
+    }
     out += "\n";
   }
   return out;
@@ -113,23 +155,35 @@ std::string GradientBuckets::plan_text() const {
 
 void GradientBuckets::arm() {
   std::lock_guard lock(mutex_);
-  std::fill(ready_.begin(), ready_.end(), false);
+  std::fill(rows_final_.begin(), rows_final_.end(), 0);
+  std::fill(pieces_final_.begin(), pieces_final_.end(), 0);
   for (auto& b : buckets_) b.pending = b.members.size(), b.started = false, b.handles.clear();
   next_to_start_ = 0;
   start_failure_ = nullptr;
 }
 
 void GradientBuckets::on_grad_ready(void* self, const char* parameter_name, DLTensor* /*gradient*/) {
+  on_grad_rows_ready(self, parameter_name, nullptr, std::numeric_limits<int64_t>::max());
+}
+
+void GradientBuckets::on_grad_rows_ready(void* self, const char* parameter_name, DLTensor* /*gradient*/,
+                                         int64_t rows_final) {
   auto& me = *static_cast<GradientBuckets*>(self);
   if (parameter_name == nullptr) return;
   std::lock_guard lock(me.mutex_);
-  auto it = me.where_.find(parameter_name);
-  if (it == me.where_.end()) return;  // not a trained parameter (the host reduces only what get_state lists)
-  const size_t index = me.buckets_[it->second.first].members[it->second.second];
-  if (me.ready_[index]) return;
-  me.ready_[index] = true;
-  --me.buckets_[it->second.first].pending;
+  auto it = me.index_.find(parameter_name);
+  if (it == me.index_.end()) return;  // not a trained parameter (the host reduces only what get_state lists)
+  me.mark_rows_final(it->second, rows_final);
   if (me.overlaps_) me.start_ready_buckets();
+}
+
+void GradientBuckets::mark_rows_final(size_t gradient, int64_t rows_final) {
+  if (rows_final <= rows_final_[gradient]) return;
+  rows_final_[gradient] = rows_final;
+  const auto& pieces = pieces_of_[gradient];
+  size_t& counted = pieces_final_[gradient];
+  while (counted < pieces.size() && pieces_[pieces[counted]].row_end <= rows_final)
+    --buckets_[pieces_[pieces[counted++]].bucket].pending;
 }
 
 void GradientBuckets::start(Bucket& bucket) {
@@ -139,8 +193,8 @@ void GradientBuckets::start(Bucket& bucket) {
     if (bucket.flat) {
       bucket.handles.push_back(strategy_.all_reduce_start(bucket.flat_view, RAMJET_REDUCE_MEAN));
     } else {
-      for (size_t k : bucket.members)
-        bucket.handles.push_back(strategy_.all_reduce_start(gradients_.entries[k].tensor->dl_tensor, RAMJET_REDUCE_MEAN));
+      for (size_t i : bucket.members)
+        bucket.handles.push_back(strategy_.all_reduce_start(pieces_[i].view, RAMJET_REDUCE_MEAN));
     }
   } catch (...) {
     start_failure_ = std::current_exception();
@@ -157,7 +211,7 @@ double GradientBuckets::reduce() {
     for (auto& bucket : buckets_) {
       if (bucket.flat) strategy_.all_reduce(bucket.flat_view, RAMJET_REDUCE_MEAN);
       else
-        for (size_t k : bucket.members) strategy_.all_reduce(gradients_.entries[k].tensor->dl_tensor, RAMJET_REDUCE_MEAN);
+        for (size_t i : bucket.members) strategy_.all_reduce(pieces_[i].view, RAMJET_REDUCE_MEAN);
     }
     return seconds_since(begin);
   }

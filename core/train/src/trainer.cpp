@@ -354,7 +354,8 @@ class Trainer {
     if (overlap) buckets_->arm();
     const ramjet_backward_args bwd{sizeof(ramjet_backward_args), RAMJET_ABI_VERSION, loss_scale, micro_ > 0 ? 1 : 0,
                                    overlap ? &GradientBuckets::on_grad_ready : nullptr,
-                                   overlap ? buckets_.get() : nullptr, policy_ ? &nonfinite : nullptr};
+                                   overlap ? buckets_.get() : nullptr, policy_ ? &nonfinite : nullptr,
+                                   overlap ? &GradientBuckets::on_grad_rows_ready : nullptr};
     {
       TraceSpan span("backward", "step", step_);
       program_->backward(bwd);
@@ -620,6 +621,7 @@ class Trainer {
     s["buckets"] = buckets_->bucket_count();
     s["bucket_bytes"] = buckets_->bytes();
     s["flat_buckets"] = buckets_->flat_bucket_count();
+    s["split_gradients"] = buckets_->split_gradient_count();
     s["overlapped"] = buckets_->overlaps();
     const double exposed = reduced_steps_ > 0 ? communication_s_ / static_cast<double>(reduced_steps_) : 0.0;
     s["all_reduce_s_per_step"] = exposed;

@@ -7,6 +7,10 @@
 #include "layer_skeletons.hpp"
 #include "registry.hpp"
 
+#include <ramjet/sdk/gradient_pieces.hpp>
+
+#include <algorithm>
+
 namespace onednn {
 namespace {
 
@@ -50,6 +54,14 @@ class Dense : public WeightedLayer {
     b.use_scratchpad(pd, fwd_args_);
     if (!b.backward()) return;
 
+    // A kernel gradient larger than a piece the host sends alone is computed in the host's row blocks, each one
+    // product of a block of the input's columns and the output's gradient, both plain row-major here.
+    const int64_t block = ramjet::gradient_piece_rows(IN, U * static_cast<int64_t>(sizeof(float)));
+    if (type == dt::f32 && block < IN && pd.src_desc() == md({N, IN}, dt::f32, tag::ab) &&
+        pd.dst_desc() == md({N, U}, dt::f32, tag::ab)) {
+      block_rows_ = block;
+      bias_param_ = bias;
+    }
     const dnnl::inner_product_backward_weights::primitive_desc wpd(
         {pd.src_desc(), keras_kernel, bias_md, pd.dst_desc()}, b.attr(), b.engine(), pd);
     bwd_weights_ = dnnl::inner_product_backward_weights(wpd);
@@ -65,6 +77,38 @@ class Dense : public WeightedLayer {
     bwd_data_args_ = {{DNNL_ARG_WEIGHTS, kernel_.compute(dpd.weights_desc())}};
     b.use_scratchpad(dpd, bwd_data_args_);
   }
+
+ private:
+  // d kernel = inputᵀ · d output, rows [r, r + block) at a time, each reported final as it lands; the bias's
+  // gradient (the output gradient's column sums) first, whole.
+  bool weight_gradients_in_row_blocks(const Exec& exec, const dnnl::memory& diff) override {
+    if (block_rows_ == 0 || !exec.reports_gradient_rows(kernel_.param())) return false;
+    Param& kernel = kernel_.param();
+    const dnnl::memory::dims& dims = diff.get_desc().dims();
+    const int64_t N = dims[0], U = dims[1], IN = kernel.shape[0];
+    const float* x = floats(in_.mem());
+    const float* dy = floats(diff);
+    if (bias_param_ != nullptr) {
+      float* g = bias_param_->grad_data();
+      if (!exec.accumulates(*bias_param_)) std::fill(g, g + U, 0.0f);
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t u = 0; u < U; ++u) g[u] += dy[n * U + u];
+      exec.gradient_done(*bias_param_);
+    }
+    const float beta = exec.accumulates(kernel) ? 1.0f : 0.0f;
+    float* g = kernel.grad_data();
+    for (int64_t r = 0; r < IN; r += block_rows_) {
+      const int64_t rows = std::min(block_rows_, IN - r);
+      dnnl::error::wrap_c_api(dnnl_sgemm('T', 'N', rows, U, N, 1.0f, x + r, IN, dy, U, beta, g + r * U, U),
+                              "could not compute a block of a dense layer's weight gradient");
+      exec.gradient_rows_done(kernel, r + rows);
+    }
+    exec.gradient_done(kernel);
+    return true;
+  }
+
+  int64_t block_rows_ = 0;  // 0: the primitive computes the weight gradient whole
+  Param* bias_param_ = nullptr;
 };
 
 }  // namespace

@@ -45,6 +45,22 @@ class WeightedLayer : public Layer {
   void backward(const Exec& exec) override {
     read_diff(*out_);
     const dnnl::memory& diff = act_.backward(exec, out_diff_view_ ? out_diff_view_.mem() : out_->diff);
+    if (!weight_gradients_in_row_blocks(exec, diff)) backward_weights(exec, diff);
+
+    if (!in_.needs_grad()) return;  // e.g. the first layer: no one wants d loss / d image
+    kernel_.refresh(exec);
+    bwd_data_args_[DNNL_ARG_DIFF_DST] = diff;
+    bwd_data_args_[DNNL_ARG_DIFF_SRC] = in_.begin_diff();
+    exec.run(bwd_data_, bwd_data_args_);
+    in_.end_diff(exec);
+  }
+
+ protected:
+  // A layer that can compute its weight gradient itself in row blocks, telling the host as each block is final
+  // (dense), does so here where the host asks for rows, and returns true; false leaves it to the primitive.
+  virtual bool weight_gradients_in_row_blocks(const Exec& /*exec*/, const dnnl::memory& /*diff*/) { return false; }
+
+  void backward_weights(const Exec& exec, const dnnl::memory& diff) {
     if (bwd_weights_diff_) {
       bwd_weights_diff_args_[DNNL_ARG_FROM] = diff;  // the map keeps its two entries: nothing allocated per step
       bwd_weights_diff_args_[DNNL_ARG_TO] = bwd_weights_diff_;
@@ -59,16 +75,8 @@ class WeightedLayer : public Layer {
     exec.run(bwd_weights_, bwd_weights_args_);
     kernel_grad_.commit(exec);
     if (bias_grad_) bias_grad_.commit(exec);
-
-    if (!in_.needs_grad()) return;  // e.g. the first layer: no one wants d loss / d image
-    kernel_.refresh(exec);
-    bwd_data_args_[DNNL_ARG_DIFF_DST] = diff;
-    bwd_data_args_[DNNL_ARG_DIFF_SRC] = in_.begin_diff();
-    exec.run(bwd_data_, bwd_data_args_);
-    in_.end_diff(exec);
   }
 
- protected:
   Edge in_;
   Value* out_ = nullptr;
   Alias out_diff_view_;  // the output's gradient as the primitives see it, when that is another view of it

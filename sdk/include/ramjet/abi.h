@@ -56,8 +56,9 @@ extern "C" {
 
 /* The ABI version this header describes. A host speaks a range of versions; a plugin picks one in it.
  * Version 2 appended ramjet_component.check_config and ramjet_backend_vtable.check_options (both optional), and the
- * host now calls ramjet_precision_policy_vtable.layer_dtypes for every graph node. Version 1 plugins still load. */
-#define RAMJET_ABI_VERSION 2u
+ * host now calls ramjet_precision_policy_vtable.layer_dtypes for every graph node. Version 3 appended
+ * ramjet_backward_args.grad_rows_ready (optional). Version 1 and 2 plugins still load. */
+#define RAMJET_ABI_VERSION 3u
 
 /* The single exported symbol of every plugin library. */
 #define RAMJET_ENTRY_SYMBOL "ramjet_plugin_entry"
@@ -376,6 +377,14 @@ typedef ramjet_status (*ramjet_tap_fn)(void* user, const char* tensor_name, cons
  * get_state(RAMJET_STATE_GRADIENTS) returns, which the host may read and write until the next backward. */
 typedef void (*ramjet_grad_ready_fn)(void* user, const char* parameter_name, DLTensor* gradient);
 
+/* Called during backward, before grad_ready for the same parameter, when the first `rows_final` rows of a large
+ * gradient (along its first dimension) are final while the rest is still being computed, so the host can send
+ * them before the whole is done. For one parameter the calls come in increasing `rows_final`, from one thread at a
+ * time; grad_ready still follows for the whole. A backend calls it where it computes a gradient in pieces, and may
+ * never call it. The thread-safety, names and gradient view are grad_ready's. */
+typedef void (*ramjet_grad_rows_ready_fn)(void* user, const char* parameter_name, DLTensor* gradient,
+                                          int64_t rows_final);
+
 /* The *_args structs are borrowed for the call, like every argument. */
 typedef struct ramjet_forward_args {
   uint32_t struct_size;
@@ -394,6 +403,8 @@ typedef struct ramjet_backward_args {
   ramjet_grad_ready_fn grad_ready; /* optional */
   void* grad_ready_user;
   int32_t* out_found_nonfinite; /* optional (the host's): set to 1 when any gradient is inf or NaN, else 0 */
+  /* Version 3. Read only where struct_size >= RAMJET_BACKWARD_ARGS_V3_SIZE. */
+  ramjet_grad_rows_ready_fn grad_rows_ready; /* optional; called with grad_ready_user */
 } ramjet_backward_args;
 
 typedef struct ramjet_update_args {
@@ -540,6 +551,7 @@ typedef ramjet_status (*ramjet_plugin_entry_fn)(const ramjet_host_api* host, uin
 #define RAMJET_EXPORTER_VTABLE_V1_SIZE 32u
 #define RAMJET_FORWARD_ARGS_V1_SIZE 32u
 #define RAMJET_BACKWARD_ARGS_V1_SIZE 40u
+#define RAMJET_BACKWARD_ARGS_V3_SIZE 48u
 #define RAMJET_UPDATE_ARGS_V1_SIZE 24u
 #define RAMJET_BACKEND_VTABLE_V1_SIZE 88u
 #define RAMJET_COMPONENT_V1_SIZE 32u
@@ -581,7 +593,9 @@ RAMJET_STATIC_ASSERT(sizeof(ramjet_strategy_vtable) == RAMJET_STRATEGY_VTABLE_V1
 RAMJET_STATIC_ASSERT(sizeof(ramjet_quantizer_vtable) == RAMJET_QUANTIZER_VTABLE_V1_SIZE, "quantizer v1 layout is frozen");
 RAMJET_STATIC_ASSERT(sizeof(ramjet_exporter_vtable) == RAMJET_EXPORTER_VTABLE_V1_SIZE, "exporter v1 layout is frozen");
 RAMJET_STATIC_ASSERT(sizeof(ramjet_forward_args) == RAMJET_FORWARD_ARGS_V1_SIZE, "forward args v1 layout is frozen");
-RAMJET_STATIC_ASSERT(sizeof(ramjet_backward_args) == RAMJET_BACKWARD_ARGS_V1_SIZE, "backward args v1 layout is frozen");
+RAMJET_STATIC_ASSERT(offsetof(ramjet_backward_args, grad_rows_ready) == RAMJET_BACKWARD_ARGS_V1_SIZE,
+                     "backward args v1 layout is frozen");
+RAMJET_STATIC_ASSERT(sizeof(ramjet_backward_args) == RAMJET_BACKWARD_ARGS_V3_SIZE, "backward args v3 layout is frozen");
 RAMJET_STATIC_ASSERT(sizeof(ramjet_update_args) == RAMJET_UPDATE_ARGS_V1_SIZE, "ramjet_update_args v1 layout is frozen");
 RAMJET_STATIC_ASSERT(offsetof(ramjet_backend_vtable, compile) == 24, "backend v1 layout is frozen");
 RAMJET_STATIC_ASSERT(offsetof(ramjet_backend_vtable, set_taps) == 80, "backend v1 layout is frozen");
