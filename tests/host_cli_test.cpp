@@ -37,7 +37,7 @@ nlohmann::json synthetic_manifest() {
 TEST(HostCli, VersionAndHelp) {
   auto v = host("--version");
   EXPECT_EQ(v.exit_code, 0);
-  contains(v.output, "ramjet 0.1.0 (plugin ABI 2)");
+  contains(v.output, "ramjet 0.1.0 (plugin ABI 3)");
   auto h = host("--help");
   EXPECT_EQ(h.exit_code, 0);
   contains(h.output, "validate MANIFEST");
@@ -64,7 +64,7 @@ TEST(HostCli, PluginsJsonListsEveryFieldPerPlugin) {
   ASSERT_TRUE(by_name.count("entry_fails")) << r.output;
   const auto& s = by_name["stock_sources"];
   EXPECT_EQ(s["version"], "0.1.0");
-  EXPECT_EQ(s["abi"], (nlohmann::json{{"min", 2}, {"max", 2}}));
+  EXPECT_EQ(s["abi"], (nlohmann::json{{"min", 3}, {"max", 3}}));
   EXPECT_EQ(s["library"], (stock_plugin_dir() / "libramjet_stock_sources.so").string());
   // npz needs libzip, which ./dev installs.
   EXPECT_EQ(s["components"]["data_source"], (nlohmann::json{"idx", "synthetic", "npy", "csv", "npz"}));

@@ -61,6 +61,8 @@ class Dense : public WeightedLayer {
         pd.dst_desc() == md({N, U}, dt::f32, tag::ab)) {
       block_rows_ = block;
       bias_param_ = bias;
+      batch_ = N;
+      units_ = U;
     }
     const dnnl::inner_product_backward_weights::primitive_desc wpd(
         {pd.src_desc(), keras_kernel, bias_md, pd.dst_desc()}, b.attr(), b.engine(), pd);
@@ -84,8 +86,7 @@ class Dense : public WeightedLayer {
   bool weight_gradients_in_row_blocks(const Exec& exec, const dnnl::memory& diff) override {
     if (block_rows_ == 0 || !exec.reports_gradient_rows(kernel_.param())) return false;
     Param& kernel = kernel_.param();
-    const dnnl::memory::dims& dims = diff.get_desc().dims();
-    const int64_t N = dims[0], U = dims[1], IN = kernel.shape[0];
+    const int64_t N = batch_, U = units_, IN = kernel.shape[0];
     const float* x = floats(in_.mem());
     const float* dy = floats(diff);
     if (bias_param_ != nullptr) {
@@ -108,6 +109,7 @@ class Dense : public WeightedLayer {
   }
 
   int64_t block_rows_ = 0;  // 0: the primitive computes the weight gradient whole
+  int64_t batch_ = 0, units_ = 0;
   Param* bias_param_ = nullptr;
 };
 
