@@ -139,6 +139,10 @@ TEST(ReportPage, ARunOfSeveralRanksShowsItsBucketsAndWhatBackwardHid) {
   const std::string page = render_report_page({{"two ranks", read}, {"one", run_report_from_json(full_report(250.0), "one.json")}});
   EXPECT_EQ(count_occurrences(page, "Gradient all-reduce (train.strategy)"), 1u) << "only the run of two ranks has one";
   EXPECT_NE(page.find("<td>buckets</td><td>3 (46.2 MB of gradients)</td>"), std::string::npos);
+  two["train"]["strategy"]["split_gradients"] = 1;  // a gradient over 16 MiB, all-reduced in row pieces
+  const std::string pieces = render_report_page({{"two ranks", run_report_from_json(two, "two.json")}});
+  EXPECT_NE(pieces.find("<td>buckets</td><td>3 (46.2 MB of gradients, 1 gradient sent in row pieces)</td>"),
+            std::string::npos);
   EXPECT_NE(page.find("<td>hidden behind backward</td><td>75"), std::string::npos);
   EXPECT_NE(page.find("2 replicas · gloo"), std::string::npos);
   // A report from before the buckets named the strategy with a bare string: still read.

@@ -201,8 +201,12 @@ std::string strategy_table(const StrategySummary& d, int64_t replicas) {
   auto or_dash_as = [](const std::optional<double>& v, auto format) { return v ? format(*v) : std::string("—"); };
   std::string h = "<h4>Gradient all-reduce (train.strategy)</h4>\n<table class=\"settings\">\n";
   h += row("replicas", std::to_string(replicas));
+  std::string split;
+  if (d.split_gradients > 0)
+    split = ", " + std::to_string(d.split_gradients) + (d.split_gradients == 1 ? " gradient" : " gradients") +
+            " sent in row pieces";
   h += row("buckets", std::to_string(d.buckets) + " (" + format_number(static_cast<double>(d.bucket_bytes) / 1e6) +
-                          " MB of gradients)");
+                          " MB of gradients" + split + ")");
   h += row("all-reduce per step, not hidden",
            or_dash_as(d.all_reduce_s_per_step, [](double v) { return format_seconds(v); }));
   h += row("all-reduce per step, alone", or_dash_as(d.unhidden_all_reduce_s_per_step, [](double v) { return format_seconds(v); }));

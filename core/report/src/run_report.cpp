@@ -158,6 +158,7 @@ StrategySummary read_strategy(const ReportFields& f) {
   StrategySummary d;
   d.buckets = f.optional_integer(at + "/buckets").value_or(0);
   d.bucket_bytes = f.optional_integer(at + "/bucket_bytes").value_or(0);
+  d.split_gradients = f.optional_integer(at + "/split_gradients").value_or(0);
   d.overlapped = f.optional_bool(at + "/overlapped").value_or(false);
   d.all_reduce_s_per_step = f.optional_number(at + "/all_reduce_s_per_step");
   d.unhidden_all_reduce_s_per_step = f.optional_number(at + "/unhidden_all_reduce_s_per_step");

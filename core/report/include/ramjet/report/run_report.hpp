@@ -65,6 +65,7 @@ struct ExportSummary {
 // train.strategy's numbers for a run of several replicas (reports of one replica have none).
 struct StrategySummary {
   int64_t buckets = 0, bucket_bytes = 0;
+  int64_t split_gradients = 0;  // gradients all-reduced in row pieces (absent in older reports: 0)
   bool overlapped = false;
   std::optional<double> all_reduce_s_per_step, unhidden_all_reduce_s_per_step, hidden_fraction,
       samples_per_s_per_rank;
