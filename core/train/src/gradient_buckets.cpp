@@ -16,6 +16,10 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+bool is_host_readable(const DLTensor& t) {
+  return t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAManaged;
+}
+
 bool is_dense_float32(const DLTensor& t) {
   return t.dtype.code == kDLFloat && t.dtype.bits == 32 && t.dtype.lanes == 1 && is_c_contiguous(t);
 }
@@ -53,6 +57,8 @@ GradientBuckets::GradientBuckets(Strategy& strategy, Example& gradients, const s
     if (!placed[k]) rest.push_back(k);
   order.insert(order.begin(), rest.begin(), rest.end());
   for (size_t k : order) plan_pieces(k);
+  for (Piece& piece : pieces_)
+    if (!piece.whole) piece.view.shape = piece.shape.data();
   // A bucket closes once it reaches its cap (so one gradient larger than the cap is a bucket of its own), and after
   // every piece of a split gradient: a piece goes out as soon as it is final, not when the cap's worth of pieces
   // after it are. The first cap is smaller: the last layers' gradients are on the wire while backward goes on. It
@@ -82,38 +88,32 @@ GradientBuckets::GradientBuckets(Strategy& strategy, Example& gradients, const s
 
 void GradientBuckets::plan_pieces(size_t gradient) {
   const DLTensor& t = gradients_.entries[gradient].tensor->dl_tensor;
-  const bool host_readable = t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAManaged;
   const int64_t rows = t.ndim > 0 ? t.shape[0] : 1;
-  const int64_t row_bytes = rows > 0 ? static_cast<int64_t>(byte_size(t)) / rows : 0;
   // Only a dense host tensor is cut: its rows are a contiguous tensor of their own.
-  const int64_t step = is_dense_float32(t) && host_readable && t.ndim > 0 ? ramjet::gradient_piece_rows(rows, row_bytes) : rows;
-  for (int64_t begin = 0; begin < std::max<int64_t>(rows, 1); begin += std::max<int64_t>(step, 1)) {
-    Piece piece;
-    piece.gradient = gradient;
-    piece.row_begin = begin;
-    piece.row_end = std::min(rows, begin + std::max<int64_t>(step, 1));
-    piece.whole = step >= rows;
-    piece.view = t;
-    if (!piece.whole) {
-      piece.shape.assign(t.shape, t.shape + t.ndim);
-      piece.shape[0] = piece.row_end - piece.row_begin;
-      piece.view.byte_offset = t.byte_offset + static_cast<uint64_t>(begin * row_bytes);
-      piece.view.strides = nullptr;
-    }
+  const bool cuttable = t.ndim > 0 && rows > 1 && is_dense_float32(t) && is_host_readable(t);
+  const int64_t step =
+      cuttable ? ramjet::gradient_piece_rows(rows, static_cast<int64_t>(byte_size(t)) / rows) : rows;
+  if (step >= rows) {
+    pieces_of_[gradient].push_back(pieces_.size());
+    pieces_.push_back(Piece{gradient, 0, rows, 0, true, {}, t});
+    return;
+  }
+  const uint64_t row_bytes = byte_size(t) / static_cast<uint64_t>(rows);
+  for (int64_t begin = 0; begin < rows; begin += step) {
+    Piece piece{gradient, begin, std::min(rows, begin + step), 0, false, {t.shape, t.shape + t.ndim}, t};
+    piece.shape[0] = piece.row_end - piece.row_begin;
+    piece.view.byte_offset = t.byte_offset + static_cast<uint64_t>(begin) * row_bytes;
+    piece.view.strides = nullptr;  // view.shape is set once pieces_ stops moving (end of the constructor)
     pieces_of_[gradient].push_back(pieces_.size());
     pieces_.push_back(std::move(piece));
-    if (step >= rows) break;
   }
-  for (size_t i : pieces_of_[gradient])  // after the moves: the views point into their own pieces' shapes
-    if (!pieces_[i].whole) pieces_[i].view.shape = pieces_[i].shape.data();
 }
 
 void GradientBuckets::make_flat_view_if_contiguous(Bucket& bucket) {
   std::vector<const DLTensor*> parts;
   for (size_t i : bucket.members) {
     const DLTensor& t = pieces_[i].view;
-    const bool host_readable = t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAManaged;
-    if (!is_dense_float32(t) || !host_readable) return;
+    if (!is_dense_float32(t) || !is_host_readable(t)) return;
     parts.push_back(&t);
   }
   std::sort(parts.begin(), parts.end(),
