@@ -14,7 +14,7 @@ using namespace ramjet::test;
 
 namespace {
 
-PluginRegistry registry_of(std::vector<fs::path> dirs) { return PluginRegistry(DiscoveryOptions{dirs, {}, {}}); }
+PluginRegistry registry_in(std::vector<fs::path> dirs) { return PluginRegistry(DiscoveryOptions{dirs, {}, {}}); }
 
 PipelineManifest manifest_in(const TempDir& dir, const nlohmann::json& doc) {
   write_file(dir / "pipeline.json", doc.dump());
@@ -25,7 +25,7 @@ PipelineManifest manifest_in(const TempDir& dir, const nlohmann::json& doc) {
 
 TEST(PureCPlugin, LoadsAndRunsThroughTheCore) {
   TempDir dir;
-  auto registry = registry_of({fixture_dir("c_plugin")});
+  auto registry = registry_in({fixture_dir("c_plugin")});
   auto manifest = manifest_in(dir, {{"data",
                                      {{"train",
                                        {{"source", {{"type", "c_counter"}, {"count", 10}}},
@@ -54,7 +54,7 @@ TEST(PureCPlugin, NeedsNoCxxRuntime) {
 }
 
 TEST(PureCPlugin, ItsErrorsCarryItsMessage) {
-  auto registry = registry_of({fixture_dir("c_plugin")});
+  auto registry = registry_in({fixture_dir("c_plugin")});
   CreateArgs args;
   args.config = {{"count", -3}};
   args.where = "test#/source";
@@ -69,7 +69,7 @@ TEST(PureCPlugin, ItsErrorsCarryItsMessage) {
 
 class SdkBoundary : public ::testing::Test {
  protected:
-  PluginRegistry registry = registry_of({fixture_dir("throws")});
+  PluginRegistry registry = registry_in({fixture_dir("throws")});
   std::string apply_error(const std::string& name) {
     Transform t(registry.component(RAMJET_KIND_TRANSFORM, name), CreateArgs{});
     Example ex;

@@ -21,7 +21,7 @@ using nlohmann::json;
 namespace {
 
 // Valid as it stands (ManifestValidation.BaseManifestIsValid): every case below changes one thing.
-json base_manifest() {
+json valid_manifest() {
   return json::parse(R"({
     "seed": 3,
     "data": {
@@ -44,7 +44,7 @@ json base_manifest() {
   })");
 }
 
-struct Case {
+struct ValidationCase {
   std::string name;
   std::function<void(json&)> edit;
   std::vector<std::string> needles;  // the file and JSON pointer, and words the message must have
@@ -52,16 +52,16 @@ struct Case {
 };
 
 // `pointer` (RFC 6901) set to `value` in the base manifest.
-Case set(std::string name, const std::string& pointer, json value, std::vector<std::string> needles) {
+ValidationCase set(std::string name, const std::string& pointer, json value, std::vector<std::string> needles) {
   return {std::move(name), [pointer, value](json& d) { d[json::json_pointer(pointer)] = value; }, std::move(needles)};
 }
-Case edit(std::string name, std::function<void(json&)> change, std::vector<std::string> needles, int exit_code = 2) {
+ValidationCase edit(std::string name, std::function<void(json&)> change, std::vector<std::string> needles, int exit_code = 2) {
   return {std::move(name), std::move(change), std::move(needles), exit_code};
 }
 json source_of(const std::string& text) { return json::parse(text); }
 
-std::vector<Case> cases() {
-  std::vector<Case> c;
+std::vector<ValidationCase> validation_cases() {
+  std::vector<ValidationCase> c;
   // ---- wrong types, in every section ----------------------------------------------------------------------------
   c.push_back(set("SeedString", "/seed", "three", {"m.json#/seed", "non-negative integer"}));
   c.push_back(set("BatchString", "/data/train/batch", "32", {"m.json#/data/train/batch", "must be an integer"}));
@@ -198,7 +198,7 @@ std::vector<Case> cases() {
   return c;
 }
 
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const ValidationCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<std::string> validate_argv(const fs::path& manifest) {
   return {"/usr/bin/env", "RAMJET_PLUGIN_PATH=" + stock_plugin_dir().string(), host_binary().string(), "validate",
@@ -215,17 +215,17 @@ HostileResult validate(const TempDir& dir, const json& doc) {
 
 TEST(ManifestValidation, BaseManifestIsValid) {
   TempDir dir;
-  const HostileResult r = validate(dir, base_manifest());
+  const HostileResult r = validate(dir, valid_manifest());
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output.find("warning"), std::string::npos) << r.output;
 }
 
-class ManifestValidation : public ::testing::TestWithParam<Case> {};
+class ManifestValidation : public ::testing::TestWithParam<ValidationCase> {};
 
 TEST_P(ManifestValidation, IsFoundBeforeTraining) {
-  const Case& c = GetParam();
+  const ValidationCase& c = GetParam();
   TempDir dir;
-  json doc = base_manifest();
+  json doc = valid_manifest();
   c.edit(doc);
   const HostileResult r = validate(dir, doc);
   EXPECT_TRUE(refused_cleanly(r, c.exit_code, c.needles));
@@ -234,8 +234,8 @@ TEST_P(ManifestValidation, IsFoundBeforeTraining) {
   EXPECT_FALSE(fs::exists(dir / "out")) << "validate exported: " << r.output;
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, ManifestValidation, ::testing::ValuesIn(cases()),
-                         [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Cases, ManifestValidation, ::testing::ValuesIn(validation_cases()),
+                         [](const ::testing::TestParamInfo<ValidationCase>& info) { return info.param.name; });
 
 // The host's last resort: a JSON-library exception that escaped every check still ends in exit 2 naming the
 // manifest, without the library's text.

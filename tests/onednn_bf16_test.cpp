@@ -56,7 +56,7 @@ json options(const char* precision, int64_t batch) {
 // Kernels uniform with variance 1 / fan-in (so activations and logits stay near 1 and the softmax is not
 // saturated: a saturated one turns bf16's small logit errors into large relative errors of tiny probabilities),
 // biases and shifts small, scales and variances around 1.
-Example random_params(const json& graph, uint32_t seed) {
+Example fan_in_params(const json& graph, uint32_t seed) {
   std::mt19937 rng(seed);
   Example e;
   for (const auto& [name, spec] : graph["params"].items()) {
@@ -277,7 +277,7 @@ TEST_P(OnednnBf16Layers, ForwardAndBackwardAgreeWithFloat32) {
   s = bf16.compile(c.graph, options("mixed_bfloat16", batch));
   SKIP_WITHOUT_BF16_CPU(s);
   ASSERT_TRUE(s.ok()) << s.message;
-  Example params = random_params(c.graph, 31);
+  Example params = fan_in_params(c.graph, 31);
   ASSERT_TRUE(f32.set_state("parameters", params).ok());
   ASSERT_TRUE(bf16.set_state("parameters", params).ok());
 
@@ -323,7 +323,7 @@ INSTANTIATE_TEST_SUITE_P(EveryLayerType, OnednnBf16Layers, ::testing::ValuesIn(c
 
 namespace {
 
-json small_cnn() {
+json bf16_cnn() {
   return Ir()
       .input("x", {8, 8, 1})
       .conv("conv", "x", 1, {6, 6, 16}, {{"filters", 16}, {"kernel", {3, 3}}, {"activation", "relu"}})
@@ -347,12 +347,12 @@ void expect_float32_state(Example& state, const json& graph, const char* which) 
 }  // namespace
 
 TEST(OnednnBf16Training, SmallCnnLearnsAndTheStateStaysFloat32) {
-  const json g = small_cnn();
+  const json g = bf16_cnn();
   Harness p;
   Status s = p.compile(g, options("mixed_bfloat16", 32));
   SKIP_WITHOUT_BF16_CPU(s);
   ASSERT_TRUE(s.ok()) << s.message;
-  Example params = random_params(g, 3);
+  Example params = fan_in_params(g, 3);
   ASSERT_TRUE(p.set_state("parameters", params).ok());
   std::mt19937 rng(21);
   std::vector<float> losses;
@@ -397,13 +397,13 @@ TEST(OnednnBf16Training, SmallCnnLearnsAndTheStateStaysFloat32) {
 TEST(OnednnBf16Training, UpdatedWeightsReachTheBf16CopiesBeforeTheNextForward) {
   // After an optimizer step, a bf16 forward must use the new float32 masters: a float32 program given those
   // masters computes (nearly) the same outputs.
-  const json g = small_cnn();
+  const json g = bf16_cnn();
   Harness bf16, f32;
   const Status s = bf16.compile(g, options("mixed_bfloat16", 16));
   SKIP_WITHOUT_BF16_CPU(s);
   ASSERT_TRUE(s.ok()) << s.message;
   ASSERT_TRUE(f32.compile(g, options("float32", 16)).ok());
-  Example params = random_params(g, 8);
+  Example params = fan_in_params(g, 8);
   ASSERT_TRUE(bf16.set_state("parameters", params).ok());
   std::mt19937 rng(5);
   Example batch = separable_batch(16, {8, 8, 1}, rng), out;
@@ -424,12 +424,12 @@ TEST(OnednnBf16Training, UpdatedWeightsReachTheBf16CopiesBeforeTheNextForward) {
 TEST(OnednnBf16Options, MixedFloat16AndPureBfloat16AreRefused) {
   for (const char* precision : {"mixed_float16", "bfloat16", "float64"}) {
     Harness p;
-    const Status s = p.compile(small_cnn(), options(precision, 4));
+    const Status s = p.compile(bf16_cnn(), options(precision, 4));
     EXPECT_EQ(s.code, RAMJET_ERR_UNSUPPORTED) << precision;
     EXPECT_NE(s.message.find(precision), std::string::npos) << s.message;
   }
   Harness p;
-  const Status s = p.compile(small_cnn(), options("mixed_float16", 4));
+  const Status s = p.compile(bf16_cnn(), options("mixed_float16", 4));
   EXPECT_NE(s.message.find("GPU"), std::string::npos) << "say where float16 runs: " << s.message;
 }
 

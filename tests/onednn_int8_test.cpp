@@ -411,7 +411,7 @@ void expect_backend_matches(const QModel& m, const std::string& output, int64_t 
   expect_matches(h, m, output, batch);
 }
 
-QModel small_cnn(int64_t batch) {
+QModel int8_cnn(int64_t batch) {
   QModel m(batch, 11);
   m.input("image", {8, 8, 2});
   m.conv("conv", "image", 8, 3, 1, {0, 0, 0, 0}, 1, "relu");
@@ -428,12 +428,12 @@ QModel small_cnn(int64_t batch) {
 // Several models here hit that saturation, so they would fail on such a CPU if the plugin used oneDNN there.
 
 TEST(OnednnInt8, ConvReluMaxPoolFlattenDenseMatchesTheIntegerReference) {
-  const QModel m = small_cnn(6);
+  const QModel m = int8_cnn(6);
   expect_backend_matches(m, "logits", 6);
 }
 
 TEST(OnednnInt8, ASmallerLastBatchGetsItsOwnPlanAndTheCompiledOneStillWorks) {
-  const QModel m = small_cnn(6);
+  const QModel m = int8_cnn(6);
   Harness h;
   compile_and_load(h, m, "logits", 6);
   expect_matches(h, m, "logits", 4);  // the first 4 examples of the reference
@@ -630,7 +630,7 @@ TEST(OnednnInt8, ABatchRunInChunksGivesEachExampleTheBitsItGetsAlone) {
 }
 
 TEST(OnednnInt8, AParameterOfTheWrongDtypeIsAClearErrorNamingIt) {
-  const QModel m = small_cnn(2);
+  const QModel m = int8_cnn(2);
   Harness h;
   ASSERT_TRUE(h.compile(m.qgraph("logits"), int8_options(2)).ok());
   Example bad;
@@ -648,7 +648,7 @@ TEST(OnednnInt8, AParameterOfTheWrongDtypeIsAClearErrorNamingIt) {
 }
 
 TEST(OnednnInt8, ForwardBeforeTheParametersAreSetSaysSo) {
-  const QModel m = small_cnn(2);
+  const QModel m = int8_cnn(2);
   Harness h;
   ASSERT_TRUE(h.compile(m.qgraph("logits"), int8_options(2)).ok());
   Example in = m.inputs(2), out;
@@ -658,7 +658,7 @@ TEST(OnednnInt8, ForwardBeforeTheParametersAreSetSaysSo) {
 }
 
 TEST(OnednnInt8, TrainingCallsAreUnsupportedAndTheParametersComeBackAsSet) {
-  const QModel m = small_cnn(2);
+  const QModel m = int8_cnn(2);
   Harness h;
   compile_and_load(h, m, "logits", 2);
   const Status b = h.backward();
@@ -679,7 +679,7 @@ TEST(OnednnInt8, TrainingCallsAreUnsupportedAndTheParametersComeBackAsSet) {
 }
 
 TEST(OnednnInt8, AGraphWithoutQuantizationIsRefusedClearly) {
-  QModel m = small_cnn(2);
+  QModel m = int8_cnn(2);
   json g = m.qgraph("logits");
   g.erase("quantization");
   Harness h;

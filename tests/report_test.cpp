@@ -281,8 +281,6 @@ TEST(RunReportReader, FilesAndLabels) {
 
 namespace {
 
-CommandResult host(const std::string& args) { return host_with_fixtures(args); }
-
 // A softmax regression on 512 Fashion-MNIST images for 3 epochs, evaluated on 256 after each: what differs
 // between the two runs is the pipeline (serial and uncached, or parallel and cached), as in a staircase report.
 nlohmann::json short_run(bool fast_pipeline) {
@@ -346,11 +344,11 @@ TEST(ReportChromium, AReportOfTwoRealRunsRendersWithEveryCurveAndTheComparison) 
   for (const bool fast : {false, true}) {
     const std::string name = fast ? "cached" : "serial";
     write_file(dir / (name + ".manifest.json"), short_run(fast).dump());
-    const auto r = host("run -q " + quote((dir / (name + ".manifest.json")).string()) + " --report " +
+    const auto r = host_with_fixtures("run -q " + quote((dir / (name + ".manifest.json")).string()) + " --report " +
                         quote((dir / (name + ".json")).string()));
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  const auto r = host("report " + quote((dir / "serial.json").string()) + " " + quote((dir / "cached.json").string()) +
+  const auto r = host_with_fixtures("report " + quote((dir / "serial.json").string()) + " " + quote((dir / "cached.json").string()) +
                       " -o " + quote((dir / "out/report.html").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("report.html: 2 runs"), std::string::npos) << r.output;
@@ -374,30 +372,30 @@ TEST(ReportCli, BadInputExitsTwoNamingTheFileAndThePlace) {
   write_file(dir / "pipeline.json", R"({"manifest": "m.json", "pipelines": {}})");
   write_file(dir / "broken.json", "{\"train\": ");
   write_file(dir / "run.json", full_report(10).dump());
-  auto r = host("report " + quote((dir / "pipeline.json").string()) + " -o " + quote((dir / "r.html").string()));
+  auto r = host_with_fixtures("report " + quote((dir / "pipeline.json").string()) + " -o " + quote((dir / "r.html").string()));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("pipeline.json#/train: missing"), std::string::npos) << r.output;
-  r = host("report " + quote((dir / "broken.json").string()) + " -o " + quote((dir / "r.html").string()));
+  r = host_with_fixtures("report " + quote((dir / "broken.json").string()) + " -o " + quote((dir / "r.html").string()));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("broken.json: not valid JSON at byte"), std::string::npos) << r.output;
-  r = host("report " + quote((dir / "run.json").string()));
+  r = host_with_fixtures("report " + quote((dir / "run.json").string()));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("missing --output"), std::string::npos) << r.output;
-  r = host("report -o " + quote((dir / "r.html").string()));
+  r = host_with_fixtures("report -o " + quote((dir / "r.html").string()));
   EXPECT_EQ(r.exit_code, 2) << r.output;
-  r = host("report " + quote((dir / "run.json").string()) + " -o " + quote((dir / "run.json").string()));
+  r = host_with_fixtures("report " + quote((dir / "run.json").string()) + " -o " + quote((dir / "run.json").string()));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(read_file(dir / "run.json").find("\"train\""), std::string::npos) << "the report must survive";
   write_file(dir / "a_file", "x");
-  r = host("report " + quote((dir / "run.json").string()) + " -o " + quote((dir / "a_file/r.html").string()));
+  r = host_with_fixtures("report " + quote((dir / "run.json").string()) + " -o " + quote((dir / "a_file/r.html").string()));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--output"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir / "r.html")) << "no page from bad input";
-  r = host("report " + quote((dir / "run.json").string()) + " -o " + quote((dir / "r.html").string()) +
+  r = host_with_fixtures("report " + quote((dir / "run.json").string()) + " -o " + quote((dir / "r.html").string()) +
            " --label one --label two");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--label: 2 labels for 1 reports"), std::string::npos) << r.output;
-  r = host("report " + quote((dir / "run.json").string()) + " -o " + quote((dir / "r.html").string()) +
+  r = host_with_fixtures("report " + quote((dir / "run.json").string()) + " -o " + quote((dir / "r.html").string()) +
            " --label 'tuned <fast>' --title 'Staircase'");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const std::string page = read_file(dir / "r.html");

@@ -355,7 +355,7 @@ std::optional<std::string> tokenizers_missing() {
 
 // Loads the tokenizer file, encodes each text file (read as bytes, decoded strictly), decodes the IDs again, and
 // says whether the library's own serialization of what it loaded equals the file.
-constexpr const char* kReader = R"(import json, sys
+constexpr const char* kTokenizerReader = R"(import json, sys
 from tokenizers import Tokenizer
 path = sys.argv[1]
 tokenizer = Tokenizer.from_file(path)
@@ -369,7 +369,7 @@ print(json.dumps(out))
 )";
 
 json read_with_tokenizers(const TempDir& dir, const fs::path& tokenizer, const std::vector<fs::path>& texts) {
-  write_file(dir / "read_tokenizer.py", kReader);
+  write_file(dir / "read_tokenizer.py", kTokenizerReader);
   std::string command = quote(venv_python().string()) + " " + quote((dir / "read_tokenizer.py").string()) + " " +
                         quote(tokenizer.string());
   for (const auto& t : texts) command += " " + quote(t.string());

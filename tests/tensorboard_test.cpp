@@ -17,8 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-CommandResult host(const std::string& args) { return host_with_fixtures(args); }
-
 // 256 examples in batches of 32: 8 optimizer steps an epoch, every batch full. A cosine schedule makes each step's
 // learning rate differ. `tensorboard` is relative: it resolves against the manifest's folder.
 json manifest(int64_t epochs, const json& tensorboard = "tb") {
@@ -30,7 +28,7 @@ json manifest(int64_t epochs, const json& tensorboard = "tb") {
 
 // TensorBoard's reader over each path (a folder or one event file): {"<path>": {"scalars": {tag: [[step, value]]},
 // "file_version": ..., "records": [records per file]}}. The record reader raises on a bad checksum or a torn record.
-constexpr const char* kReader = R"(
+constexpr const char* kEventReader = R"(
 import glob, json, os, sys
 from tensorboard.backend.event_processing import event_accumulator
 from tensorboard.compat.tensorflow_stub import errors, pywrap_tensorflow
@@ -69,7 +67,7 @@ std::optional<std::string> tensorboard_missing() {
 }
 
 json read_with_tensorboard(const TempDir& dir, const std::vector<fs::path>& paths) {
-  write_file(dir / "read_events.py", kReader);
+  write_file(dir / "read_events.py", kEventReader);
   std::string command = quote(venv_python().string()) + " " + quote((dir / "read_events.py").string());
   for (const auto& p : paths) command += " " + quote(p.string());
   const auto r = run(command);
@@ -134,7 +132,7 @@ TEST(TensorBoard, TensorBoardReadsTheScalarsOfATrainingRun) {
   if (auto why = tensorboard_missing()) GTEST_SKIP() << *why;
   TempDir dir;
   write_file(dir / "m.json", manifest(3).dump());
-  auto r = host("run " + quote((dir / "m.json").string()) + " --report " + quote((dir / "report.json").string()));
+  auto r = host_with_fixtures("run " + quote((dir / "m.json").string()) + " --report " + quote((dir / "report.json").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json report = json::parse(read_file(dir / "report.json"));
   const int64_t steps = report["train"]["steps"];
@@ -200,7 +198,7 @@ TEST(TensorBoard, BatchScalarsComeAtOptimizerStepsWhenMicroBatchesAccumulate) {
   json doc = manifest(2);
   doc["train"]["accumulate"] = 2;  // 8 micro-batches an epoch: 4 optimizer steps
   write_file(dir / "m.json", doc.dump());
-  auto r = host("run " + quote((dir / "m.json").string()) + " --quiet --report " + quote((dir / "report.json").string()));
+  auto r = host_with_fixtures("run " + quote((dir / "m.json").string()) + " --quiet --report " + quote((dir / "report.json").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const json report = json::parse(read_file(dir / "report.json"));
   ASSERT_EQ(report["train"]["steps"], 8);
@@ -222,12 +220,12 @@ TEST(TensorBoard, AResumedRunAddsAFileWhoseStepsContinue) {
   json doc = manifest(1);
   doc["train"]["checkpoint"] = {{"dir", "checkpoints"}};
   write_file(dir / "m.json", doc.dump());
-  auto first = host("run " + quote((dir / "m.json").string()) + " --quiet");
+  auto first = host_with_fixtures("run " + quote((dir / "m.json").string()) + " --quiet");
   ASSERT_EQ(first.exit_code, 0) << first.output;
   // Files are named by the second they were opened in, and TensorBoard reads them in name order.
   const auto opened = std::chrono::system_clock::now();
   std::this_thread::sleep_until(std::chrono::ceil<std::chrono::seconds>(opened) + std::chrono::milliseconds(10));
-  auto resumed = host("run " + quote((dir / "m.json").string()) + " --quiet --resume --set /train/epochs=2 --report " +
+  auto resumed = host_with_fixtures("run " + quote((dir / "m.json").string()) + " --quiet --resume --set /train/epochs=2 --report " +
                       quote((dir / "report.json").string()));
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   const json report = json::parse(read_file(dir / "report.json"));
@@ -260,7 +258,7 @@ TEST(TensorBoard, AFailedRunLeavesEveryRecordReadable) {
   TempDir dir;
   write_file(dir / "m.json", manifest(2).dump());
   // A learning rate this large makes the loss infinite at the second step: the run fails (exit 1) mid-epoch.
-  auto r = host("run " + quote((dir / "m.json").string()) + " --quiet --set /train/optimizer/learning_rate=1e30");
+  auto r = host_with_fixtures("run " + quote((dir / "m.json").string()) + " --quiet --set /train/optimizer/learning_rate=1e30");
   ASSERT_EQ(r.exit_code, 1) << r.output;
   ASSERT_NE(r.output.find("the loss became"), std::string::npos) << r.output;
   const json read = read_with_tensorboard(dir, {dir / "tb/train"});
@@ -275,7 +273,7 @@ TEST(TensorBoard, OnlyRankZeroWrites) {
     json doc = manifest(1, "tb" + std::to_string(rank));
     doc["train"]["strategy"] = {{"type", "fake_mirror"}, {"rank", rank}, {"world", 2}};
     write_file(dir / "m.json", doc.dump());
-    auto r = host("run " + quote((dir / "m.json").string()) + " --quiet");
+    auto r = host_with_fixtures("run " + quote((dir / "m.json").string()) + " --quiet");
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   EXPECT_FALSE(fs::exists(dir / "tb1")) << "rank 1 writes nothing";
@@ -295,7 +293,7 @@ TEST(TensorBoard, BadSettingsExitTwoNamingTheFileAndPointer) {
     json doc = manifest(1, c.value);
     doc["train"]["checkpoint"] = {{"dir", "checkpoints"}};
     write_file(dir / "m.json", doc.dump());
-    auto r = host("run " + quote((dir / "m.json").string()));
+    auto r = host_with_fixtures("run " + quote((dir / "m.json").string()));
     EXPECT_EQ(r.exit_code, 2) << c.value << ": " << r.output;
     EXPECT_NE(r.output.find((dir / "m.json").string() + "#/train/tensorboard: "), std::string::npos) << r.output;
     EXPECT_NE(r.output.find(c.says), std::string::npos) << r.output;

@@ -28,6 +28,7 @@ using ramjet::test::call;
 using ramjet::test::Instance;
 using ramjet::test::QuantizerInstance;
 using ramjet::test::Status;
+using ramjet::test::values_of;
 
 namespace {
 
@@ -60,7 +61,7 @@ class Plugin {
 };
 
 template <class T>
-void put(Example& e, const std::string& name, const Shape& shape, const std::vector<T>& values) {
+void put_typed(Example& e, const std::string& name, const Shape& shape, const std::vector<T>& values) {
   TensorPtr t = make_tensor(DLDataType{std::is_same_v<T, float> ? uint8_t{kDLFloat} : uint8_t{kDLInt}, sizeof(T) * 8, 1}, shape);
   std::copy(values.begin(), values.end(), static_cast<T*>(t->dl_tensor.data));
   e.set(name, std::move(t));
@@ -104,10 +105,10 @@ TinyModel tiny_model(const std::string& input_type = "int8", const std::string& 
   for (int c = 0; c < 2; ++c) m.bias.push_back(qb[static_cast<size_t>(c)] * image_scale * m.kernel_scales[static_cast<size_t>(c)]);
   for (int8_t v : qd) m.dense_kernel.push_back(v * m.dense_scale);
   for (int32_t v : qdb) m.dense_bias.push_back(v * conv_scale * m.dense_scale);
-  put(m.params, "conv2d/kernel", {3, 3, 1, 2}, qk);
-  put(m.params, "conv2d/bias", {2}, qb);
-  put(m.params, "dense/kernel", {8, 3}, qd);
-  put(m.params, "dense/bias", {3}, qdb);
+  put_typed(m.params, "conv2d/kernel", {3, 3, 1, 2}, qk);
+  put_typed(m.params, "conv2d/bias", {2}, qb);
+  put_typed(m.params, "dense/kernel", {8, 3}, qd);
+  put_typed(m.params, "dense/bias", {3}, qdb);
 
   const json conv_q = quant(conv_scale, -128);
   m.qgraph = {
@@ -484,9 +485,9 @@ DepthwiseModel depthwise_softmax_model(const std::vector<float>& depthwise_kerne
         {{"name", "softmax"}, {"op", "softmax"}, {"inputs", {"dense"}}, {"shape", {3}}, {"attrs", json::object()}}}},
       {"outputs", {"softmax"}},
       {"params", {{"depthwise/kernel", {{"shape", {3, 3, 1, 2}}}}, {"dense/kernel", {{"shape", {2, 3}}}}, {"dense/bias", {{"shape", {3}}}}}}};
-  put(m.params, "depthwise/kernel", {3, 3, 1, 2}, depthwise_kernel);
-  put(m.params, "dense/kernel", {2, 3}, std::vector<float>{1.0f, -1.0f, 0.5f, 0.25f, 0.75f, -0.5f});
-  put(m.params, "dense/bias", {3}, std::vector<float>{0.1f, 0.0f, -0.1f});
+  put_typed(m.params, "depthwise/kernel", {3, 3, 1, 2}, depthwise_kernel);
+  put_typed(m.params, "dense/kernel", {2, 3}, std::vector<float>{1.0f, -1.0f, 0.5f, 0.25f, 0.75f, -0.5f});
+  put_typed(m.params, "dense/bias", {3}, std::vector<float>{0.1f, 0.0f, -0.1f});
   return m;
 }
 
@@ -559,21 +560,10 @@ DynamicModel dynamic_model() {
     kernel[i] = 0.05f * static_cast<float>(1 + i % 8) * std::sin(0.7f * static_cast<float>(i) + 0.3f);
   for (size_t c = 0; c < bias.size(); ++c) bias[c] = 0.02f * static_cast<float>(c) - 0.07f;
   for (size_t i = 0; i < dense.size(); ++i) dense[i] = 0.1f * std::cos(0.37f * static_cast<float>(i) + 0.1f * static_cast<float>(i % 7));
-  put(m.params, "conv2d/kernel", {3, 3, 1, 8}, kernel);
-  put(m.params, "conv2d/bias", {8}, bias);
-  put(m.params, "dense/kernel", {128, 200}, dense);
+  put_typed(m.params, "conv2d/kernel", {3, 3, 1, 8}, kernel);
+  put_typed(m.params, "conv2d/bias", {8}, bias);
+  put_typed(m.params, "dense/kernel", {128, 200}, dense);
   return m;
-}
-
-template <class T>
-std::vector<T> values_of(Example& e, const std::string& name) {
-  const DLTensor* t = e.find(name);
-  EXPECT_NE(t, nullptr) << name;
-  if (t == nullptr) return {};
-  int64_t n = 1;
-  for (int i = 0; i < t->ndim; ++i) n *= t->shape[i];
-  const T* data = static_cast<const T*>(t->data);
-  return std::vector<T>(data, data + n);
 }
 
 // int8 values × their scales (per channel along the innermost IR axis, or one scale).

@@ -21,6 +21,7 @@ using nlohmann::json;
 using Shape = std::vector<int64_t>;
 using ramjet::test::QuantizerInstance;
 using ramjet::test::Status;
+using ramjet::test::values_of;
 
 namespace {
 
@@ -51,15 +52,6 @@ void put(Example& e, const std::string& name, const Shape& shape, const std::vec
   TensorPtr t = make_tensor(kF32, shape);
   std::copy(values.begin(), values.end(), static_cast<float*>(t->dl_tensor.data));
   e.set(name, std::move(t));
-}
-
-template <class T>
-std::vector<T> values_of(Example& e, const std::string& name) {
-  const DLTensor* t = e.find(name);
-  EXPECT_NE(t, nullptr) << name;
-  if (t == nullptr) return {};
-  const T* data = static_cast<const T*>(first_byte(*t));
-  return std::vector<T>(data, data + element_count(*t));
 }
 
 std::vector<float> ramp(size_t n, float lo, float hi) {

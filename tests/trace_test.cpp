@@ -22,8 +22,6 @@ nlohmann::json traced_manifest(const fs::path& checkpoints) {
   return m;
 }
 
-CommandResult host(const std::string& args) { return host_with_fixtures(args); }
-
 struct Interval {
   double begin, end;
 };
@@ -45,7 +43,7 @@ double covered(std::vector<Interval> spans, double lo, double hi) {
 TEST(Trace, ARealRunWritesAChromeTraceThatCoversIt) {
   TempDir dir;
   write_file(dir / "m.json", traced_manifest(dir / "checkpoints").dump());
-  auto r = host("run " + quote((dir / "m.json").string()) + " --trace " + quote((dir / "out/run.trace.json").string()) +
+  auto r = host_with_fixtures("run " + quote((dir / "m.json").string()) + " --trace " + quote((dir / "out/run.trace.json").string()) +
                 " --report " + quote((dir / "report.json").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto trace = nlohmann::json::parse(read_file(dir / "out/run.trace.json"));
@@ -129,14 +127,14 @@ TEST(Trace, AnUnwritableDestinationExitsTwoBeforeAnyWork) {
   write_file(dir / "file", "x");
   // A folder, and a path under a regular file: neither can be written. The message names what is in the way.
   for (const auto& [bad, named] : {std::pair{dir.path(), dir.path()}, std::pair{dir / "file" / "trace.json", dir / "file"}}) {
-    auto r = host("run " + quote((dir / "m.json").string()) + " --trace " + quote(bad.string()));
+    auto r = host_with_fixtures("run " + quote((dir / "m.json").string()) + " --trace " + quote(bad.string()));
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find("--trace"), std::string::npos) << r.output;
     EXPECT_NE(r.output.find(named.string()), std::string::npos) << r.output;
     EXPECT_EQ(r.output.find("Epoch"), std::string::npos) << "refused before any training:\n" << r.output;
     EXPECT_FALSE(fs::exists(dir / "checkpoints")) << "no training step ran";
   }
-  auto e = host("eval " + quote((dir / "m.json").string()) + " --trace " + quote(dir.path().string()));
+  auto e = host_with_fixtures("eval " + quote((dir / "m.json").string()) + " --trace " + quote(dir.path().string()));
   EXPECT_EQ(e.exit_code, 2) << e.output;
   EXPECT_NE(e.output.find("--trace"), std::string::npos) << e.output;
 }

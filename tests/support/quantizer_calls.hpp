@@ -5,6 +5,7 @@
 #include "ramjet/plugin/example.hpp"
 #include "ramjet/plugin/tensor.hpp"
 
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -14,6 +15,16 @@
 namespace ramjet::test {
 
 using QuantizerInstance = Instance<ramjet_quantizer_vtable>;
+
+// The elements of tensor `name` of `e` as T (a test failure, and none, when `e` has no such tensor).
+template <class T>
+std::vector<T> values_of(core::Example& e, const std::string& name) {
+  const DLTensor* t = e.find(name);
+  EXPECT_NE(t, nullptr) << name;
+  if (t == nullptr) return {};
+  const T* data = static_cast<const T*>(core::first_byte(*t));
+  return std::vector<T>(data, data + core::element_count(*t));
+}
 
 // Calibration: `values` as one float32 tensor [n] seen at tensor `name`.
 inline Status observe(const QuantizerInstance& quantizer, const std::string& name, const std::vector<float>& values) {
