@@ -14,19 +14,15 @@
 namespace stock_sources {
 namespace {
 
-[[noreturn]] void corrupt(const std::string& name, size_t offset, const std::string& why) {
-  throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, name + ": byte " + std::to_string(offset) + ": " + why);
-}
-
 // The values' extent against the bytes there are: exactly data_offset + data_bytes.
 void judge_length(const NpyHeader& header, size_t size, const std::string& name) {
   const size_t end = header.data_offset + header.data_bytes;
   if (header.data_bytes > size - header.data_offset)
-    corrupt(name, size, "truncated: the header declares " + std::to_string(header.data_bytes) +
+    npy_corrupt(name, size, "truncated: the header declares " + std::to_string(header.data_bytes) +
                             " bytes of values from byte " + std::to_string(header.data_offset) + " (to byte " +
                             std::to_string(end) + "), but the data ends here");
   if (size != end)
-    corrupt(name, end, std::to_string(size - end) + " bytes follow the values the header declares (shape " +
+    npy_corrupt(name, end, std::to_string(size - end) + " bytes follow the values the header declares (shape " +
                            nlohmann::json(header.shape).dump() + ")");
 }
 
@@ -47,7 +43,7 @@ void NpyFile::read(size_t offset, uint8_t* out, size_t count) const {
     if (got == 0) {
       struct stat st {};
       const std::string now = fstat(fd_, &st) == 0 ? "now ends at byte " + std::to_string(st.st_size) : "ended";
-      corrupt(name_, offset + done, "cannot read: the file " + now + " but held " + std::to_string(size_) +
+      npy_corrupt(name_, offset + done, "cannot read: the file " + now + " but held " + std::to_string(size_) +
                                         " bytes when it was opened: it was truncated or rewritten while being read");
     }
     done += static_cast<size_t>(got);
@@ -72,7 +68,7 @@ ramjet::Tensor NpyArray::example(int64_t index) const {
   const uint8_t* src = stored.data();
   const size_t n = header.example_bytes / 8;
   const auto refuse = [&](size_t i, const std::string& value, const char* type) {
-    corrupt(name, header.data_offset + static_cast<size_t>(index) * header.example_bytes + i * 8,
+    npy_corrupt(name, header.data_offset + static_cast<size_t>(index) * header.example_bytes + i * 8,
             "value " + value + " of example " + std::to_string(index) + " does not fit " + type);
   };
   if (header.stored.code == kDLInt) {  // int64 -> int32
@@ -107,12 +103,12 @@ NpyArray open_npy(const std::filesystem::path& path) {
   }
   const auto size = static_cast<size_t>(st.st_size);
   auto file = std::make_shared<const NpyFile>(fd, name, size);  // owns fd from here
-  if (size == 0) corrupt(name, 0, "the file is empty (a .npy file starts with \\x93NUMPY)");
+  if (size == 0) npy_corrupt(name, 0, "the file is empty (a .npy file starts with \\x93NUMPY)");
   std::vector<uint8_t> head(std::min<size_t>(size, 12));
   file->read(0, head.data(), head.size());
   const size_t header_end = npy_header_end(head.data(), head.size());
   if (header_end > kLongestHeader && size > kLongestHeader)
-    corrupt(name, 8, "the header declares " + std::to_string(header_end) + " bytes; more than " +
+    npy_corrupt(name, 8, "the header declares " + std::to_string(header_end) + " bytes; more than " +
                          std::to_string(kLongestHeader) + " is refused (numpy writes a few hundred)");
   if (header_end > head.size()) {
     head.resize(std::min(size, header_end));

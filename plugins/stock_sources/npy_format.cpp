@@ -11,10 +11,6 @@ namespace {
 
 constexpr uint8_t kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
-[[noreturn]] void corrupt(const std::string& name, size_t offset, const std::string& why) {
-  throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, name + ": byte " + std::to_string(offset) + ": " + why);
-}
-
 // Preamble length (10 or 12) and header length, or why not.
 struct Preamble {
   size_t preamble, header_length;
@@ -22,15 +18,15 @@ struct Preamble {
 
 Preamble read_preamble(const uint8_t* d, size_t size, const std::string& name) {
   if (size < 10 || std::memcmp(d, kMagic, sizeof kMagic) != 0)
-    corrupt(name, 0, size < 10 && std::memcmp(d, kMagic, std::min(size, sizeof kMagic)) == 0
+    npy_corrupt(name, 0, size < 10 && std::memcmp(d, kMagic, std::min(size, sizeof kMagic)) == 0
                          ? "the file ends inside the .npy preamble (" + std::to_string(size) + " bytes)"
                          : "not a .npy file (it does not start with \\x93NUMPY)");
   const uint8_t major = d[6], minor = d[7];
   if (major < 1 || major > 3 || minor != 0)
-    corrupt(name, 6, "unsupported .npy version " + std::to_string(major) + "." + std::to_string(minor) +
+    npy_corrupt(name, 6, "unsupported .npy version " + std::to_string(major) + "." + std::to_string(minor) +
                          " (1.0, 2.0 and 3.0 are known)");
   if (major == 1) return {10, size_t{d[8]} | size_t{d[9]} << 8};
-  if (size < 12) corrupt(name, size, "the file ends inside the .npy preamble");
+  if (size < 12) npy_corrupt(name, size, "the file ends inside the .npy preamble");
   return {12, size_t{d[8]} | size_t{d[9]} << 8 | size_t{d[10]} << 16 | size_t{d[11]} << 24};
 }
 
@@ -41,7 +37,7 @@ class HeaderText {
       : s_(reinterpret_cast<const char*>(text)), n_(length), base_(base), name_(name) {}
 
   size_t offset() const { return base_ + i_; }
-  [[noreturn]] void fail(const std::string& why) const { corrupt(name_, offset(), "in the header: " + why); }
+  [[noreturn]] void fail(const std::string& why) const { npy_corrupt(name_, offset(), "in the header: " + why); }
   void skip_spaces() {
     while (i_ < n_ && s_[i_] == ' ') ++i_;
   }
@@ -151,7 +147,7 @@ size_t npy_header_end(const uint8_t* data, size_t size) {
 NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& name) {
   const Preamble p = read_preamble(data, size, name);
   if (p.header_length > size - p.preamble)
-    corrupt(name, size, "the file ends inside the header (it declares " + std::to_string(p.header_length) +
+    npy_corrupt(name, size, "the file ends inside the header (it declares " + std::to_string(p.header_length) +
                             " header bytes from byte " + std::to_string(p.preamble) + ")");
   HeaderText h(data + p.preamble, p.header_length, p.preamble, name);
   std::optional<Descr> descr;
@@ -171,14 +167,14 @@ NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& 
       std::string why;
       const std::string d = h.string();
       descr = parse_descr(d, why);
-      if (!descr) corrupt(name, value_at, "header field 'descr' is '" + d + "': " + why);
+      if (!descr) npy_corrupt(name, value_at, "header field 'descr' is '" + d + "': " + why);
     } else if (key == "fortran_order" && !fortran) {
       fortran = h.boolean();
       fortran_at = value_at;
     } else if (key == "shape" && !shape) {
       shape = h.tuple();
     } else {
-      corrupt(name, key_at, "in the header: " +
+      npy_corrupt(name, key_at, "in the header: " +
                                 (key == "descr" || key == "fortran_order" || key == "shape" ? "key '" + key + "' repeats"
                                                                                             : "unknown key '" + key + "'"));
     }
@@ -189,12 +185,12 @@ NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& 
   }
   h.finish();
   if (!descr || !fortran || !shape)
-    corrupt(name, p.preamble, std::string("the header lacks '") + (!descr ? "descr" : !fortran ? "fortran_order" : "shape") + "'");
+    npy_corrupt(name, p.preamble, std::string("the header lacks '") + (!descr ? "descr" : !fortran ? "fortran_order" : "shape") + "'");
   if (*fortran)
-    corrupt(name, fortran_at, "header field 'fortran_order' is True: Fortran-order (column-major) arrays are refused; "
+    npy_corrupt(name, fortran_at, "header field 'fortran_order' is True: Fortran-order (column-major) arrays are refused; "
                               "save it with numpy.ascontiguousarray");
   if (shape->empty())
-    corrupt(name, p.preamble, "header field 'shape' is () (a single scalar); the first axis must count the examples");
+    npy_corrupt(name, p.preamble, "header field 'shape' is () (a single scalar); the first axis must count the examples");
 
   NpyHeader out;
   out.stored = descr->stored;
@@ -206,15 +202,19 @@ NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& 
   for (size_t i = 1; i < shape->size(); ++i) {
     const auto d = static_cast<size_t>((*shape)[i]);
     if (d != 0 && per_example > std::numeric_limits<size_t>::max() / d)
-      corrupt(name, p.preamble, "header field 'shape' declares more bytes than can be addressed");
+      npy_corrupt(name, p.preamble, "header field 'shape' declares more bytes than can be addressed");
     per_example *= d;
   }
   const auto count = static_cast<size_t>((*shape)[0]);
   if (count != 0 && per_example > std::numeric_limits<size_t>::max() / count)
-    corrupt(name, p.preamble, "header field 'shape' declares more bytes than can be addressed");
+    npy_corrupt(name, p.preamble, "header field 'shape' declares more bytes than can be addressed");
   out.example_bytes = per_example;
   out.data_bytes = per_example * count;
   return out;
+}
+
+void npy_corrupt(const std::string& name, size_t offset, const std::string& why) {
+  throw ramjet::Error(RAMJET_ERR_CORRUPT_DATA, name + ": byte " + std::to_string(offset) + ": " + why);
 }
 
 }  // namespace stock_sources

@@ -33,4 +33,7 @@ NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& 
 // The header's full length is known once these are read; 0 if they do not start a .npy file.
 size_t npy_header_end(const uint8_t* data, size_t size);
 
+// Throws the corrupt-data error every .npy reader gives: "<name>: byte <offset>: <why>".
+[[noreturn]] void npy_corrupt(const std::string& name, size_t offset, const std::string& why);
+
 }  // namespace stock_sources
