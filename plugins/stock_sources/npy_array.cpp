@@ -19,11 +19,11 @@ void judge_length(const NpyHeader& header, size_t size, const std::string& name)
   const size_t end = header.data_offset + header.data_bytes;
   if (header.data_bytes > size - header.data_offset)
     npy_corrupt(name, size, "truncated: the header declares " + std::to_string(header.data_bytes) +
-                            " bytes of values from byte " + std::to_string(header.data_offset) + " (to byte " +
-                            std::to_string(end) + "), but the data ends here");
+                                " bytes of values from byte " + std::to_string(header.data_offset) + " (to byte " +
+                                std::to_string(end) + "), but the data ends here");
   if (size != end)
     npy_corrupt(name, end, std::to_string(size - end) + " bytes follow the values the header declares (shape " +
-                           nlohmann::json(header.shape).dump() + ")");
+                               nlohmann::json(header.shape).dump() + ")");
 }
 
 // numpy itself refuses headers over 10,000 bytes unless told otherwise; past this a header is an attack.
@@ -44,7 +44,7 @@ void NpyFile::read(size_t offset, uint8_t* out, size_t count) const {
       struct stat st {};
       const std::string now = fstat(fd_, &st) == 0 ? "now ends at byte " + std::to_string(st.st_size) : "ended";
       npy_corrupt(name_, offset + done, "cannot read: the file " + now + " but held " + std::to_string(size_) +
-                                        " bytes when it was opened: it was truncated or rewritten while being read");
+                                            " bytes when it was opened: it was truncated or rewritten while being read");
     }
     done += static_cast<size_t>(got);
   }
@@ -69,7 +69,7 @@ ramjet::Tensor NpyArray::example(int64_t index) const {
   const size_t n = header.example_bytes / 8;
   const auto refuse = [&](size_t i, const std::string& value, const char* type) {
     npy_corrupt(name, header.data_offset + static_cast<size_t>(index) * header.example_bytes + i * 8,
-            "value " + value + " of example " + std::to_string(index) + " does not fit " + type);
+                "value " + value + " of example " + std::to_string(index) + " does not fit " + type);
   };
   if (header.stored.code == kDLInt) {  // int64 -> int32
     int32_t* out = t.data<int32_t>();
@@ -109,7 +109,7 @@ NpyArray open_npy(const std::filesystem::path& path) {
   const size_t header_end = npy_header_end(head.data(), head.size());
   if (header_end > kLongestHeader && size > kLongestHeader)
     npy_corrupt(name, 8, "the header declares " + std::to_string(header_end) + " bytes; more than " +
-                         std::to_string(kLongestHeader) + " is refused (numpy writes a few hundred)");
+                             std::to_string(kLongestHeader) + " is refused (numpy writes a few hundred)");
   if (header_end > head.size()) {
     head.resize(std::min(size, header_end));
     file->read(0, head.data(), head.size());

@@ -19,12 +19,12 @@ struct Preamble {
 Preamble read_preamble(const uint8_t* d, size_t size, const std::string& name) {
   if (size < 10 || std::memcmp(d, kMagic, sizeof kMagic) != 0)
     npy_corrupt(name, 0, size < 10 && std::memcmp(d, kMagic, std::min(size, sizeof kMagic)) == 0
-                         ? "the file ends inside the .npy preamble (" + std::to_string(size) + " bytes)"
-                         : "not a .npy file (it does not start with \\x93NUMPY)");
+                             ? "the file ends inside the .npy preamble (" + std::to_string(size) + " bytes)"
+                             : "not a .npy file (it does not start with \\x93NUMPY)");
   const uint8_t major = d[6], minor = d[7];
   if (major < 1 || major > 3 || minor != 0)
     npy_corrupt(name, 6, "unsupported .npy version " + std::to_string(major) + "." + std::to_string(minor) +
-                         " (1.0, 2.0 and 3.0 are known)");
+                             " (1.0, 2.0 and 3.0 are known)");
   if (major == 1) return {10, size_t{d[8]} | size_t{d[9]} << 8};
   if (size < 12) npy_corrupt(name, size, "the file ends inside the .npy preamble");
   return {12, size_t{d[8]} | size_t{d[9]} << 8 | size_t{d[10]} << 16 | size_t{d[11]} << 24};
@@ -148,7 +148,7 @@ NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& 
   const Preamble p = read_preamble(data, size, name);
   if (p.header_length > size - p.preamble)
     npy_corrupt(name, size, "the file ends inside the header (it declares " + std::to_string(p.header_length) +
-                            " header bytes from byte " + std::to_string(p.preamble) + ")");
+                                " header bytes from byte " + std::to_string(p.preamble) + ")");
   HeaderText h(data + p.preamble, p.header_length, p.preamble, name);
   std::optional<Descr> descr;
   std::optional<bool> fortran;
@@ -175,8 +175,8 @@ NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& 
       shape = h.tuple();
     } else {
       npy_corrupt(name, key_at, "in the header: " +
-                                (key == "descr" || key == "fortran_order" || key == "shape" ? "key '" + key + "' repeats"
-                                                                                            : "unknown key '" + key + "'"));
+                                    (key == "descr" || key == "fortran_order" || key == "shape" ? "key '" + key + "' repeats"
+                                                                                                : "unknown key '" + key + "'"));
     }
     if (!h.take(',')) {
       h.expect('}', "',' or '}' in the header's dict");
@@ -188,7 +188,7 @@ NpyHeader parse_npy_header(const uint8_t* data, size_t size, const std::string& 
     npy_corrupt(name, p.preamble, std::string("the header lacks '") + (!descr ? "descr" : !fortran ? "fortran_order" : "shape") + "'");
   if (*fortran)
     npy_corrupt(name, fortran_at, "header field 'fortran_order' is True: Fortran-order (column-major) arrays are refused; "
-                              "save it with numpy.ascontiguousarray");
+                                  "save it with numpy.ascontiguousarray");
   if (shape->empty())
     npy_corrupt(name, p.preamble, "header field 'shape' is () (a single scalar); the first axis must count the examples");
 

@@ -1,4 +1,5 @@
 #include "gradient_buckets.hpp"
+#include "elapsed.hpp"
 
 #include "ramjet/plugin/failure.hpp"
 
@@ -11,10 +12,6 @@
 
 namespace ramjet::core {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 bool is_host_readable(const DLTensor& t) {
   return t.device.device_type == kDLCPU || t.device.device_type == kDLCUDAManaged;

@@ -15,6 +15,7 @@
 #include "ramjet/train/tensorboard_writer.hpp"
 #include "ramjet/train/training_callbacks.hpp"
 #include "ramjet/train/verdict.hpp"
+#include "elapsed.hpp"
 #include "gradient_buckets.hpp"
 #include "replica_agreement.hpp"
 
@@ -27,10 +28,7 @@
 namespace ramjet::core {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr uint64_t kDropoutStage = 0xD0D0;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 float scalar_f32(const Example& e, const char* name, const std::string& backend) {
   const DLTensor* t = e.find(name);
