@@ -38,6 +38,9 @@ class Conformance : public ::testing::TestWithParam<std::string> {
   void expect_reduced_precision_agrees(const nlohmann::json& g);
 };
 
+// A tap that says no, as the host's does when the quantizer cannot use what it is shown.
+ramjet_status refuse_tap(void*, const char*, const DLTensor*, ramjet_error*) { return RAMJET_ERR_OUT_OF_RANGE; }
+
 json options_with(int64_t batch, const json& optimizer, const std::string& precision = "float32") {
   return {{"batch", batch}, {"precision", precision}, {"optimizer", optimizer}};
 }
@@ -51,6 +54,20 @@ json conv_stack() {
       .node("flat", "flatten", {"c3"}, {27})
       .dense("out", "flat", 27, 3)
       .classifier("out");
+}
+
+// conv2d_transpose `name` on `in` ([H, W, C]) to `out` ([OH, OW, filters]), kernel [kh, kw, filters, C].
+Ir& transposed_conv(Ir& ir, const std::string& name, const std::string& in, int64_t in_channels, const Shape& out,
+                    json attrs) {
+  const Shape kernel = attrs["kernel"].get<Shape>();
+  ir.param(name + "/kernel", {kernel[0], kernel[1], out[2], in_channels});
+  json params = {{"kernel", name + "/kernel"}};
+  if (attrs.value("use_bias", true)) {
+    ir.param(name + "/bias", {out[2]});
+    params["bias"] = name + "/bias";
+  }
+  attrs["filters"] = out[2];
+  return ir.node(name, "conv2d_transpose", {in}, out, attrs, params);
 }
 
 }  // namespace
@@ -281,6 +298,121 @@ TEST_P(Conformance, BadCallsAreNamedErrors) {
   EXPECT_NE(named.message.find("no_such_parameter"), std::string::npos) << named.message;
 }
 
+// The layers that move, repeat or blend values (the cuda backend runs them as linear maps), multiply, subtract and
+// softmax: gradients against central differences, each after convolutions that give it parameters to reach.
+TEST_P(Conformance, MovingAndPairwiseLayerGradientsMatchFiniteDifferences) {
+  struct Case {
+    std::string op;
+    json attrs;
+    Shape out;
+    bool two_inputs = false;
+  };
+  const std::vector<Case> cases{
+      {"transpose", {{"perm", {2, 0, 1}}}, {4, 4, 4}},
+      {"zero_padding2d", {{"padding", {1, 0, 2, 1}}}, {5, 7, 4}},
+      {"cropping2d", {{"cropping", {1, 0, 0, 2}}}, {3, 2, 4}},
+      {"depth_to_space", {{"block_size", 2}}, {8, 8, 1}},
+      {"resize", {{"height", 7}, {"width", 5}, {"interpolation", "nearest"}}, {7, 5, 4}},
+      {"resize", {{"height", 6}, {"width", 3}, {"interpolation", "bilinear"}}, {6, 3, 4}},
+      {"concat", {{"axis", -1}}, {4, 4, 8}, true},
+      {"concat", {{"axis", 0}}, {8, 4, 4}, true},
+      {"multiply", json::object(), {4, 4, 4}, true},
+      {"subtract", json::object(), {4, 4, 4}, true},
+      {"softmax", json::object(), {4, 4, 4}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.op + " " + c.attrs.dump());
+    Ir ir;
+    ir.input("x", {4, 4, 2}).conv("c1", "x", 2, {4, 4, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}});
+    std::vector<std::string> inputs{"c1"};
+    if (c.two_inputs) {
+      ir.conv("c2", "x", 2, {4, 4, 4}, {{"filters", 4}, {"kernel", {1, 1}}, {"activation", "tanh"}});
+      inputs.push_back("c2");
+    }
+    ir.node("op", c.op, inputs, c.out, c.attrs).node("flat", "flatten", {"op"}, {count_of(c.out)});
+    ir.dense("fc", "flat", count_of(c.out), 3);
+    expect_gradients_match(ir.classifier("fc"), batch_of({4, 4, 2}, 3, 3, 8), 3, check());
+  }
+}
+
+// The losses against float targets of the output's shape (an image-to-image model's): mse, l1 and binary
+// cross-entropy from logits.
+TEST_P(Conformance, PointLossGradientsMatchFiniteDifferences) {
+  for (const char* loss : {"mse", "l1", "binary_cross_entropy"}) {
+    SCOPED_TRACE(loss);
+    json g = Ir().input("x", {5}).dense("d1", "x", 5, 6, "tanh").dense("d2", "d1", 6, 4).regression("d2", loss);
+    expect_gradients_match(g, batch_of({5}, 4, 0, 9, {4}), 4, check());
+  }
+}
+
+// conv2d_transpose (an image-to-image model's upsampling): kernel, bias and input gradients, with a stride of 2
+// and without, padded and not, with and without a bias and an activation of its own.
+TEST_P(Conformance, TransposedConvolutionGradientsMatchFiniteDifferences) {
+  struct Case {
+    json attrs;
+    Shape out;
+  };
+  const std::vector<Case> cases{
+      {{{"kernel", {2, 2}}, {"strides", {2, 2}}, {"padding", {0, 0, 0, 0}}, {"activation", "relu"}}, {8, 8, 3}},
+      {{{"kernel", {3, 3}}, {"strides", {1, 1}}, {"padding", {1, 1, 1, 1}}, {"use_bias", false}, {"activation", "tanh"}},
+       {4, 4, 3}},
+      {{{"kernel", {3, 3}}, {"strides", {2, 2}}, {"padding", {1, 1, 1, 1}}}, {7, 7, 3}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.attrs.dump());
+    Ir ir;
+    ir.input("x", {4, 4, 2}).conv("c1", "x", 2, {4, 4, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}});
+    transposed_conv(ir, "up", "c1", 4, c.out, c.attrs).node("flat", "flatten", {"up"}, {count_of(c.out)});
+    ir.dense("fc", "flat", count_of(c.out), 3);
+    expect_gradients_match(ir.classifier("fc"), batch_of({4, 4, 2}, 3, 3, 10), 3, check());
+  }
+}
+
+// Taps, which int8 calibration reads activations through: each named value of a forward (an input, a hidden
+// layer, the logits) reaches the tap as a float32 host tensor of [batch, shape...] holding what the forward
+// computed, in float32 and in the reduced precision; "[]" stops them; an unknown name, and a tap that fails, are
+// named errors.
+TEST_P(Conformance, TapsSeeTheValuesTheForwardComputed) {
+  const json g = Ir().input("x", {5}).dense("d1", "x", 5, 6, "relu").dense("d2", "d1", 6, 3).classifier("d2");
+  Example params = random_params(g, 13, 0.5f);
+  const std::vector<float> w = values(params, "d1/kernel"), b = values(params, "d1/bias");
+  for (const std::string& precision : {std::string("float32"), reduced_precision()}) {
+    SCOPED_TRACE(precision);
+    Harness h(kOneThread, backend());
+    ASSERT_TRUE(h.compile(g, options_with(4, {{"type", "adam"}}, precision)).ok());
+    ASSERT_TRUE(h.set_state("parameters", params).ok());
+    TapLog log;
+    const Status unknown = h.set_taps(json::array({"d1", "no_such_layer"}), &record_tap, &log);
+    EXPECT_EQ(unknown.code, RAMJET_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(unknown.message.find("no_such_layer"), std::string::npos) << unknown.message;
+    ASSERT_TRUE(h.set_taps(json::array({"x", "d1", "d2"}), &record_tap, &log).ok());
+    Example batch = batch_of({5}, 4, 3, 5), out;
+    const Status f = h.forward(batch, out, false);
+    ASSERT_TRUE(f.ok()) << f.message;
+    const double tolerance = precision == "float32" ? 1e-5 : 2e-2;
+    expect_near_all(log.seen["x"], values(batch, "x"), precision == "float32" ? 0.0 : 4e-3, "tapped input");
+    EXPECT_EQ(log.seen["d2"], values(out, "d2"));
+    // d1 = relu(x · kernel + bias), on the host in double.
+    const std::vector<float> x = values(batch, "x");
+    std::vector<float> hidden(4 * 6);
+    for (int r = 0; r < 4; ++r)
+      for (int u = 0; u < 6; ++u) {
+        double sum = b[u];
+        for (int k = 0; k < 5; ++k) sum += static_cast<double>(x[r * 5 + k]) * w[k * 6 + u];
+        hidden[r * 6 + u] = static_cast<float>(std::max(sum, 0.0));
+      }
+    expect_near_all(log.seen["d1"], hidden, tolerance, "tapped hidden layer");
+
+    ASSERT_TRUE(h.set_taps(json::array(), &record_tap, &log).ok());
+    log.seen.clear();
+    ASSERT_TRUE(h.forward(batch, out, false).ok());
+    EXPECT_TRUE(log.seen.empty()) << "taps cleared by []";
+
+    ASSERT_TRUE(h.set_taps(json::array({"d1"}), &refuse_tap, nullptr).ok());
+    const Status refused = h.forward(batch, out, false);
+    EXPECT_EQ(refused.code, RAMJET_ERR_OUT_OF_RANGE);
+    EXPECT_NE(refused.message.find("'d1'"), std::string::npos) << refused.message;
+  }
+}
+
 #ifdef RAMJET_TEST_CUDA_BACKEND
 INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::Values("cpu", "cuda"),
                          [](const auto& info) { return info.param; });
@@ -359,6 +491,114 @@ TEST_P(DeviceMatchesCpu, BatchNormTrainsAndInfersAlike) {
   ASSERT_TRUE(cpu.forward(batch, a, false).ok());
   ASSERT_TRUE(device.forward(batch, b, false).ok());
   expect_near_all(values(b, "out"), values(a, "out"), 1e-4, "inference logits");
+}
+
+// One graph through every layer that moves or blends values, the elementwise pairs and softmax: logits, loss and
+// every gradient agree with the cpu backend's for two training steps.
+TEST_P(DeviceMatchesCpu, MovingAndPairwiseLayersAgree) {
+  Ir ir;
+  ir.input("x", {6, 6, 2})
+      .conv("c1", "x", 2, {6, 6, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "relu"}})
+      .conv("c2", "x", 2, {6, 6, 4}, {{"filters", 4}, {"kernel", {1, 1}}, {"activation", "tanh"}})
+      .node("padded", "zero_padding2d", {"c1"}, {8, 9, 4}, {{"padding", {1, 1, 2, 1}}})
+      .node("cropped", "cropping2d", {"padded"}, {6, 6, 4}, {{"cropping", {1, 1, 1, 2}}})
+      .node("product", "multiply", {"cropped", "c2"}, {6, 6, 4})
+      .node("difference", "subtract", {"product", "c1"}, {6, 6, 4})
+      .node("joined", "concat", {"difference", "c2"}, {6, 6, 8}, {{"axis", -1}})
+      .node("space", "depth_to_space", {"joined"}, {12, 12, 2}, {{"block_size", 2}})
+      .node("small", "resize", {"space"}, {5, 7, 2}, {{"height", 5}, {"width", 7}, {"interpolation", "bilinear"}})
+      .node("big", "resize", {"small"}, {10, 7, 2}, {{"height", 10}, {"width", 7}, {"interpolation", "nearest"}})
+      .node("turned", "transpose", {"big"}, {2, 10, 7}, {{"perm", {2, 0, 1}}})
+      .node("probabilities", "softmax", {"turned"}, {2, 10, 7})
+      .node("flat", "flatten", {"probabilities"}, {140})
+      .dense("out", "flat", 140, 3);
+  const json g = ir.classifier("out");
+  Example params = random_params(g, 14, 0.5f);
+  Harness cpu(kOneThread, "cpu"), device(kOneThread, backend());
+  for (Harness* h : {&cpu, &device}) {
+    const Status compiled = h->compile(g, options_with(5, {{"type", "sgd"}}));
+    ASSERT_TRUE(compiled.ok()) << compiled.message;
+    ASSERT_TRUE(h->set_state("parameters", params).ok());
+  }
+  for (int step = 1; step <= 2; ++step) {
+    Example batch = batch_of({6, 6, 2}, 5, 3, static_cast<uint32_t>(30 + step)), a, b;
+    ASSERT_TRUE(cpu.forward(batch, a, true).ok());
+    const Status f = device.forward(batch, b, true);
+    ASSERT_TRUE(f.ok()) << f.message;
+    expect_near_all(values(b, "out"), values(a, "out"), 1e-4, "logits");
+    ASSERT_TRUE(cpu.backward().ok());
+    ASSERT_TRUE(device.backward().ok());
+    Example ga = cpu.state("gradients"), gb = device.state("gradients");
+    for (const auto& e : ga.entries) EXPECT_LT(distance(values(gb, e.name), values(ga, e.name)), 1e-4) << e.name;
+    ASSERT_TRUE(cpu.update(step, 0.05f).ok());
+    ASSERT_TRUE(device.update(step, 0.05f).ok());
+  }
+}
+
+// The losses against float targets: the loss, the count of right answers (binary cross-entropy's) and the
+// gradients agree with the cpu backend's.
+TEST_P(DeviceMatchesCpu, PointLossesAgree) {
+  for (const char* loss : {"mse", "l1", "binary_cross_entropy"}) {
+    SCOPED_TRACE(loss);
+    const json g = Ir().input("x", {6}).dense("d1", "x", 6, 7, "relu").dense("d2", "d1", 7, 5).regression("d2", loss);
+    Example params = random_params(g, 15, 0.5f);
+    Harness cpu(kOneThread, "cpu"), device(kOneThread, backend());
+    Example batch = batch_of({6}, 9, 0, 16, {5}), a, b;
+    for (Harness* h : {&cpu, &device}) {
+      ASSERT_TRUE(h->compile(g, options_with(9, {{"type", "sgd"}})).ok());
+      ASSERT_TRUE(h->set_state("parameters", params).ok());
+      const Status f = h->forward(batch, h == &cpu ? a : b, true);
+      ASSERT_TRUE(f.ok()) << f.message;
+      ASSERT_TRUE(h->backward().ok());
+    }
+    EXPECT_NEAR(scalar(b, "loss"), scalar(a, "loss"), 1e-5 * (1 + std::fabs(scalar(a, "loss"))));
+    // Only a loss with right answers reports them: binary cross-entropy, not mse or l1.
+    const bool counts = std::string(loss) == "binary_cross_entropy";
+    for (const char* name : {"correct", "counted"}) {
+      ASSERT_EQ(a.find(name) != nullptr, counts) << name;
+      ASSERT_EQ(b.find(name) != nullptr, counts) << name;
+      if (counts) {
+        EXPECT_EQ(*static_cast<const int32_t*>(b.find(name)->data), *static_cast<const int32_t*>(a.find(name)->data))
+            << name;
+      }
+    }
+    Example ga = cpu.state("gradients"), gb = device.state("gradients");
+    for (const auto& e : ga.entries) EXPECT_LT(distance(values(gb, e.name), values(ga, e.name)), 1e-4) << e.name;
+  }
+}
+
+// A small U-Net, as examples/deblur trains: convolution, pooling, conv2d_transpose back up, a skip connection
+// joined by concat, and mse against an image. Loss and gradients agree with the cpu backend's over two Adam steps.
+TEST_P(DeviceMatchesCpu, ImageToImageModelAgrees) {
+  Ir ir;
+  ir.input("x", {6, 6, 2})
+      .conv("enc", "x", 2, {6, 6, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "relu"}})
+      .node("pool", "max_pool", {"enc"}, {3, 3, 4}, {{"pool", {2, 2}}, {"strides", {2, 2}}, {"padding", {0, 0, 0, 0}}});
+  transposed_conv(ir, "up", "pool", 4, {6, 6, 4}, {{"kernel", {2, 2}}, {"strides", {2, 2}}, {"padding", {0, 0, 0, 0}}});
+  ir.node("skip", "concat", {"up", "enc"}, {6, 6, 8}, {{"axis", -1}})
+      .conv("out", "skip", 8, {6, 6, 2}, {{"filters", 2}, {"kernel", {1, 1}}});
+  const json g = ir.regression("out", "mse");
+  Example params = random_params(g, 17, 0.5f);
+  Harness cpu(kOneThread, "cpu"), device(kOneThread, backend());
+  for (Harness* h : {&cpu, &device}) {
+    const Status compiled = h->compile(g, options_with(4, {{"type", "adam"}}));
+    ASSERT_TRUE(compiled.ok()) << compiled.message;
+    ASSERT_TRUE(h->set_state("parameters", params).ok());
+  }
+  for (int step = 1; step <= 2; ++step) {
+    Example batch = batch_of({6, 6, 2}, 4, 0, static_cast<uint32_t>(40 + step), {6, 6, 2}), a, b;
+    ASSERT_TRUE(cpu.forward(batch, a, true).ok());
+    const Status f = device.forward(batch, b, true);
+    ASSERT_TRUE(f.ok()) << f.message;
+    expect_near_all(values(b, "out"), values(a, "out"), 1e-4, "outputs");
+    EXPECT_NEAR(scalar(b, "loss"), scalar(a, "loss"), 1e-4 * (1 + std::fabs(scalar(a, "loss"))));
+    ASSERT_TRUE(cpu.backward().ok());
+    ASSERT_TRUE(device.backward().ok());
+    Example ga = cpu.state("gradients"), gb = device.state("gradients");
+    for (const auto& e : ga.entries) EXPECT_LT(distance(values(gb, e.name), values(ga, e.name)), 1e-4) << e.name;
+    ASSERT_TRUE(cpu.update(step, 0.01f).ok());
+    ASSERT_TRUE(device.update(step, 0.01f).ok());
+  }
 }
 
 #ifdef RAMJET_TEST_CUDA_BACKEND

@@ -2,21 +2,16 @@
 
 #include "cuda_check.hpp"
 #include "float_access.cuh"
+#include "grid.cuh"
 
 #include <cuda_fp16.h>
 
 namespace cuda_plugin {
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kThreads = kGridThreads;
 
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<unsigned>(b < 65535 * 8 ? b : 65535 * 8);  // grid-stride loops cover the rest
-}
-
-#define RAMJET_GRID_STRIDE(i, n) \
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+unsigned blocks_for(int64_t n) { return grid_blocks(n); }
 
 __global__ void to_half_kernel(const float* src, __half* dst, int64_t n) {
   RAMJET_GRID_STRIDE(i, n) dst[i] = __float2half(src[i]);
@@ -35,6 +30,21 @@ __global__ void add_kernel(const T* a, const T* b, T* y, int64_t n) {
 template <class T>
 __global__ void add_into_kernel(T* dst, const T* src, int64_t n) {
   RAMJET_GRID_STRIDE(i, n) store(dst, i, load(dst, i) + load(src, i));
+}
+
+template <class T>
+__global__ void multiply_kernel(const T* a, const T* b, T* y, int64_t n) {
+  RAMJET_GRID_STRIDE(i, n) store(y, i, load(a, i) * load(b, i));
+}
+
+template <class T>
+__global__ void subtract_kernel(const T* a, const T* b, T* y, int64_t n) {
+  RAMJET_GRID_STRIDE(i, n) store(y, i, b == nullptr ? -load(a, i) : load(a, i) - load(b, i));
+}
+
+template <class T>
+__global__ void channel_bias_kernel(T* y, const T* bias, int64_t n, int64_t channels) {
+  RAMJET_GRID_STRIDE(i, n) store(y, i, load(y, i) + load(bias, i % channels));
 }
 
 // One thread per element of the Keras kernel; i indexes HWIO, j the same element in OHWI.
@@ -138,6 +148,40 @@ void add(const void* a, const void* b, void* y, int64_t n, cudaDataType_t dtype,
     add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(a), static_cast<const float*>(b),
                                                        static_cast<float*>(y), n);
   check(cudaGetLastError(), "add kernel launch");
+}
+
+void multiply(const void* a, const void* b, void* y, int64_t n, cudaDataType_t dtype, cudaStream_t stream) {
+  if (n == 0) return;
+  if (dtype == CUDA_R_16F)
+    multiply_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __half*>(a), static_cast<const __half*>(b),
+                                                            static_cast<__half*>(y), n);
+  else
+    multiply_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(a), static_cast<const float*>(b),
+                                                            static_cast<float*>(y), n);
+  check(cudaGetLastError(), "multiply kernel launch");
+}
+
+void subtract(const void* a, const void* b, void* y, int64_t n, cudaDataType_t dtype, cudaStream_t stream) {
+  if (n == 0) return;
+  if (dtype == CUDA_R_16F)
+    subtract_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __half*>(a), static_cast<const __half*>(b),
+                                                            static_cast<__half*>(y), n);
+  else
+    subtract_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(a), static_cast<const float*>(b),
+                                                            static_cast<float*>(y), n);
+  check(cudaGetLastError(), "subtract kernel launch");
+}
+
+void add_channel_bias(void* y, const void* bias, int64_t n, int64_t channels, cudaDataType_t dtype,
+                      cudaStream_t stream) {
+  if (n == 0) return;
+  if (dtype == CUDA_R_16F)
+    channel_bias_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<__half*>(y), static_cast<const __half*>(bias),
+                                                                n, channels);
+  else
+    channel_bias_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<float*>(y), static_cast<const float*>(bias),
+                                                                n, channels);
+  check(cudaGetLastError(), "bias kernel launch");
 }
 
 void add_into(void* dst, const void* src, int64_t n, cudaDataType_t dtype, cudaStream_t stream) {

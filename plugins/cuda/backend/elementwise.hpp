@@ -1,6 +1,7 @@
 // The small elementwise kernels the backend needs between the library calls: dtype conversions (float32 master
 // weights to their float16 compute copies, float16 gradients back), sums (residual adds, a value read by several
-// layers collecting its gradient), and the float32 accumulation of a parameter's gradient. All enqueue on `stream`.
+// layers collecting its gradient), the multiply and subtract layers, and the float32 accumulation of a parameter's
+// gradient. All enqueue on `stream`.
 #pragma once
 
 #include <library_types.h>  // cudaDataType_t
@@ -16,6 +17,13 @@ void to_half(const float* src, void* dst, int64_t n, cudaStream_t stream);
 void to_float(const void* src, float* dst, int64_t n, cudaDataType_t dtype, bool add, cudaStream_t stream);
 // y = a + b, all of `dtype`.
 void add(const void* a, const void* b, void* y, int64_t n, cudaDataType_t dtype, cudaStream_t stream);
+// y = a · b, all of `dtype`.
+void multiply(const void* a, const void* b, void* y, int64_t n, cudaDataType_t dtype, cudaStream_t stream);
+// y = a − b, all of `dtype`; with b null, y = −a.
+void subtract(const void* a, const void* b, void* y, int64_t n, cudaDataType_t dtype, cudaStream_t stream);
+// y [..., channels] += bias [channels], both of `dtype`; n is y's element count.
+void add_channel_bias(void* y, const void* bias, int64_t n, int64_t channels, cudaDataType_t dtype,
+                      cudaStream_t stream);
 // dst += src, both of `dtype`.
 void add_into(void* dst, const void* src, int64_t n, cudaDataType_t dtype, cudaStream_t stream);
 

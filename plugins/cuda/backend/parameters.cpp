@@ -37,8 +37,9 @@ Parameters::Parameters(Device& device, const ramjet::ir::Graph& graph, bool half
   std::map<std::string, bool> filter, weight, trainable;
   for (const auto& node : graph.nodes) {
     for (const auto& [role, name] : node.params) {
-      if (node.op == "conv2d" && role == "kernel") filter[name] = true;
-      if ((node.op == "conv2d" || node.op == "dense") && (role == "kernel" || role == "bias")) weight[name] = true;
+      const bool convolves = node.op == "conv2d" || node.op == "conv2d_transpose";
+      if (convolves && role == "kernel") filter[name] = true;
+      if ((convolves || node.op == "dense") && (role == "kernel" || role == "bias")) weight[name] = true;
       // Frozen only when every node that reads it says so (as the cpu backend decides).
       bool listed = true;
       if (node.attrs.contains("trainable") && node.attrs["trainable"].is_array()) {

@@ -1,7 +1,7 @@
 // The model's parameters on the device, in Keras's layouts ([in, out] kernels, HWIO conv kernels, [n] vectors):
 // float32 master values, their float32 gradients (in memory the host reads in place: get_state hands them out as
 // views), and the optimizer's slots, all updated by one fused launch (MultiTensor). What a layer reads may differ:
-// a compute copy in float16 (dense and conv2d weights under mixed_float16) and, for a conv2d kernel, in cuDNN's
+// a compute copy in float16 (dense and convolution weights under mixed_float16) and, for a convolution's kernel, in cuDNN's
 // NHWC filter layout [out, kh, kw, in]; it is refreshed whenever the values change, and a layer's gradient product in
 // that form is converted back (or added) into the float32 Keras-layout gradient. So every state crosses the ABI as
 // the cpu backend's does, and checkpoints move between the two.
@@ -46,7 +46,8 @@ struct Parameter {
 class Parameters {
  public:
   // Every parameter of the graph, zero until set_state. `half`: mixed_float16 (dense and conv2d weights computed in
-  // float16). The conv2d kernels (named by the graph's conv2d nodes) are read in cuDNN's filter layout.
+  // float16). The conv2d kernels (named by the graph's conv2d nodes) are read in cuDNN's filter layout; so are
+  // conv2d_transpose's [kh, kw, filters, in], which is HWIO of the convolution it transposes.
   Parameters(Device& device, const ramjet::ir::Graph& graph, bool half, const ramjet::OptimizerSpec& optimizer);
   Parameters(const Parameters&) = delete;
   Parameters& operator=(const Parameters&) = delete;

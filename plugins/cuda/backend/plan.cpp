@@ -88,21 +88,34 @@ void Plan::forward(const Pass& pass) {
   for (auto& layer : layers_) layer->forward(pass);
 }
 
+ramjet::Tensor Plan::to_host(const Value& v, const std::string& what) {
+  const Shape full = with_batch(batch_, v.shape);
+  ramjet::Tensor t = ramjet::Tensor::zeros(ramjet::dtype_of<float>(), std::span<const int64_t>(full));
+  const size_t bytes = static_cast<size_t>(v.elements) * sizeof(float);
+  const void* source = v.data.get();
+  Buffer wide;  // a tapped value may be larger than the inputs and outputs staging_ was sized for
+  if (dtype_ == CUDA_R_16F) {
+    if (staging_.bytes() < bytes) wide = Buffer(device_, bytes, "float32 copy of " + what);
+    float* target = wide.get() != nullptr ? wide.as<float>() : staging_.as<float>();
+    to_float(v.data.get(), target, v.elements, CUDA_R_16F, false, device_.stream());
+    source = target;
+  }
+  check(cudaMemcpyAsync(t.data<float>(), source, bytes, cudaMemcpyDeviceToHost, device_.stream()), "cudaMemcpyAsync",
+        what);
+  device_.wait(what);
+  return t;
+}
+
 void Plan::write_outputs(ramjet::Example& outputs) {
-  for (const auto& name : graph_.outputs) {
-    const Value& v = *by_name_.at(name);
-    const Shape full = with_batch(batch_, v.shape);
-    ramjet::Tensor t = ramjet::Tensor::zeros(ramjet::dtype_of<float>(), std::span<const int64_t>(full));
-    const void* source = v.data.get();
-    if (dtype_ == CUDA_R_16F) {
-      to_float(v.data.get(), staging_.as<float>(), v.elements, CUDA_R_16F, false, device_.stream());
-      source = staging_.get();
-    }
-    check(cudaMemcpyAsync(t.data<float>(), source, static_cast<size_t>(v.elements) * sizeof(float),
-                          cudaMemcpyDeviceToHost, device_.stream()),
-          "cudaMemcpyAsync", "output " + name);
-    device_.wait("output " + name);
-    outputs.set(name, std::move(t));
+  for (const auto& name : graph_.outputs) outputs.set(name, to_host(*by_name_.at(name), "output " + name));
+}
+
+void Plan::run_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, void* user) {
+  for (const auto& name : names) {
+    ramjet::Tensor t = to_host(*by_name_.at(name), "tap " + name);
+    // The host's tap keeps its own error details (through `user`); a failure still stops the forward here.
+    const ramjet_status status = fn(user, name.c_str(), &t.dl(), nullptr);
+    if (status != RAMJET_OK) throw ramjet::Error(status, "forward: the tap on '" + name + "' failed");
   }
 }
 

@@ -7,6 +7,7 @@
 #include "loss.hpp"
 
 #include <ramjet/sdk/example.hpp>
+#include <ramjet/sdk/tensor.hpp>
 
 #include <map>
 #include <optional>
@@ -23,6 +24,9 @@ class Plan {
   void load_inputs(ramjet::Example& inputs);
   void forward(const Pass& pass);
   void write_outputs(ramjet::Example& outputs);
+  // Hands each named value of the last forward to `fn` as a float32 host tensor (calibration, debugging); a
+  // non-OK return stops there and is thrown with the tap's name.
+  void run_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, void* user);
   Loss* loss() { return loss_ ? &*loss_ : nullptr; }
   void backward(const Pass& pass, const ramjet_backward_args& args);
 
@@ -37,6 +41,9 @@ class Plan {
   std::map<std::string, Value*> by_name_;
   std::vector<std::unique_ptr<Layer>> layers_;  // one per graph node, in order
   std::optional<Loss> loss_;
+  // A value's elements as float32 on the host, waiting for the stream (`what` names it in a failure).
+  ramjet::Tensor to_host(const Value& v, const std::string& what);
+
   std::map<const Parameter*, int> users_;  // layers that deliver a part of each parameter's gradient
   Buffer staging_;  // float32 inputs and outputs on their way to and from float16 values
 };

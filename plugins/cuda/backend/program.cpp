@@ -1,6 +1,7 @@
 #include "program.hpp"
 
 #include <cmath>
+#include <set>
 
 namespace cuda_plugin {
 namespace {
@@ -54,11 +55,14 @@ void Program::forward(const ramjet_forward_args& args, ramjet::Example& inputs, 
   const Pass pass{device_, args.training != 0, args.seed};
   plan.forward(pass);
   plan.write_outputs(outputs);
+  if (tap_fn_ != nullptr) plan.run_taps(taps_, tap_fn_, tap_user_);
   if (labels != nullptr) {
     const LossValues loss = plan.loss()->forward(*labels);
     write_scalar(outputs, RAMJET_OUTPUT_LOSS, loss.loss);
-    write_scalar(outputs, RAMJET_OUTPUT_CORRECT, loss.correct);
-    write_scalar(outputs, RAMJET_OUTPUT_COUNTED, loss.counted);
+    if (plan.loss()->counts_correct()) {
+      write_scalar(outputs, RAMJET_OUTPUT_CORRECT, loss.correct);
+      write_scalar(outputs, RAMJET_OUTPUT_COUNTED, loss.counted);
+    }
   }
   if (training) trained_ = &plan, trained_seed_ = args.seed;
 }
@@ -89,6 +93,19 @@ void Program::get_state(std::string_view which, ramjet::Example& out) {
 void Program::set_state(std::string_view which, ramjet::Example& values) {
   device_.activate();
   params_.set(which, values);
+}
+
+void Program::set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, void* user) {
+  std::set<std::string> known;
+  for (const auto& in : graph_.inputs) known.insert(in.name);
+  for (const auto& node : graph_.nodes) known.insert(node.name);
+  for (const auto& name : names)
+    if (!known.count(name))
+      throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "set_taps: the graph has no tensor named '" + name + "'");
+  if (!names.empty() && fn == nullptr) throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "set_taps: no tap function");
+  taps_ = names;
+  tap_fn_ = names.empty() ? nullptr : fn;
+  tap_user_ = user;
 }
 
 }  // namespace cuda_plugin

@@ -22,6 +22,8 @@ class Program {
   void optimizer_update(const ramjet_update_args& args);
   void get_state(std::string_view which, ramjet::Example& out);
   void set_state(std::string_view which, ramjet::Example& values);
+  // Taps the named inputs or nodes on every later forward ("[]" clears); `fn` and `user` are kept until then.
+  void set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, void* user);
 
  private:
   Plan& plan_for(int64_t batch, bool training);
@@ -33,6 +35,9 @@ class Program {
   std::map<std::pair<int64_t, bool>, std::unique_ptr<Plan>> plans_;  // (batch, trains)
   Plan* trained_ = nullptr;  // the plan of the last training forward, which backward continues
   uint64_t trained_seed_ = 0;
+  std::vector<std::string> taps_;
+  ramjet_tap_fn tap_fn_ = nullptr;
+  void* tap_user_ = nullptr;
 };
 
 }  // namespace cuda_plugin

@@ -1,6 +1,8 @@
-// The layers that act element by element or only move values: activation, dropout, add, flatten and reshape.
+// The layers that act element by element or only move values: activation, dropout, add, multiply, subtract,
+// softmax, flatten and reshape.
 #include "../elementwise.hpp"
 #include "../layer.hpp"
+#include "../softmax.hpp"
 #include "activation.hpp"
 #include "cuda_check.hpp"
 #include "dropout.hpp"
@@ -105,6 +107,77 @@ class Add : public Layer {
   Value& out_;
 };
 
+// multiply and subtract: two inputs of one shape, element by element (no broadcasting, as on the cpu backend).
+// For a · b, d a = d out · b and d b = d out · a; for a − b, d a = d out and d b = − d out.
+Value& pair_input(const NodeSpec& node, Build& b, size_t i) {
+  if (b.inputs.size() != 2) node.fail(RAMJET_ERR_INVALID_ARGUMENT, node.op + " takes exactly two inputs");
+  return *b.inputs[i];
+}
+
+class Pairwise : public Layer {
+ public:
+  Pairwise(const NodeSpec& node, Build& b, bool multiplies)
+      : device_(b.device), dtype_(b.dtype), a_(pair_input(node, b, 0)), b_(pair_input(node, b, 1)), out_(b.output),
+        multiplies_(multiplies) {
+    if (a_.shape != b_.shape)
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "inputs '" + a_.name + "' " + ramjet::ir::shape_string(a_.shape) +
+                                                 " and '" + b_.name + "' " + ramjet::ir::shape_string(b_.shape) +
+                                                 " differ in shape (" + node.op + " does not broadcast)");
+    b.check_output(node, a_.shape);
+  }
+  void forward(const Pass&) override {
+    (multiplies_ ? multiply : subtract)(a_.data.get(), b_.data.get(), out_.data.get(), out_.elements, dtype_,
+                                        device_.stream());
+  }
+  void backward(const Pass&) override {
+    for (int side = 0; side < 2; ++side) {
+      Value& v = side == 0 ? a_ : b_;
+      if (!v.wants_grad) continue;
+      void* dv = gradient_slot(v, device_, dtype_, "input gradient of " + out_.name);
+      if (multiplies_)
+        multiply(out_.grad.get(), (side == 0 ? b_ : a_).data.get(), dv, out_.elements, dtype_, device_.stream());
+      else if (side == 0)
+        copy(dv, out_.grad.get(), out_.grad.bytes(), device_, "subtract gradient");
+      else
+        subtract(out_.grad.get(), nullptr, dv, out_.elements, dtype_, device_.stream());
+      gradient_written(v, device_, dtype_);
+    }
+  }
+
+ private:
+  Device& device_;
+  cudaDataType_t dtype_;
+  Value& a_;
+  Value& b_;
+  Value& out_;
+  bool multiplies_;
+};
+
+// softmax over the last axis (softmax.hpp).
+class Softmax : public OneInputLayer {
+ public:
+  Softmax(const NodeSpec& node, Build& b) : OneInputLayer(b) {
+    const Shape& shape = b.only_input(node, 0, "an input of rank 1 or more");
+    const int64_t axis = node.attr_int("axis", -1);
+    if (axis != -1 && axis != static_cast<int64_t>(shape.size()) - 1)
+      node.fail(RAMJET_ERR_UNSUPPORTED, "softmax over axis " + std::to_string(axis) + ": only the last axis is supported");
+    b.check_output(node, shape);
+    width_ = shape.back();
+  }
+  void forward(const Pass&) override {
+    softmax_forward(in_.data.get(), out_.data.get(), out_.elements / width_, width_, dtype_, device_.stream());
+  }
+  void backward(const Pass&) override {
+    if (!in_.wants_grad) return;
+    softmax_backward(out_.data.get(), out_.grad.get(), gradient_slot(in_, device_, dtype_, "softmax input gradient"),
+                     out_.elements / width_, width_, dtype_, device_.stream());
+    gradient_written(in_, device_, dtype_);
+  }
+
+ private:
+  int64_t width_ = 1;
+};
+
 // flatten and reshape: the same elements under another per-example shape (a copy: values keep their own buffers).
 class Reshape : public OneInputLayer {
  public:
@@ -126,5 +199,8 @@ std::unique_ptr<Layer> make_activation(const NodeSpec& n, Build& b) { return std
 std::unique_ptr<Layer> make_dropout(const NodeSpec& n, Build& b) { return std::make_unique<Dropout>(n, b); }
 std::unique_ptr<Layer> make_add(const NodeSpec& n, Build& b) { return std::make_unique<Add>(n, b); }
 std::unique_ptr<Layer> make_reshape(const NodeSpec& n, Build& b) { return std::make_unique<Reshape>(n, b); }
+std::unique_ptr<Layer> make_multiply(const NodeSpec& n, Build& b) { return std::make_unique<Pairwise>(n, b, true); }
+std::unique_ptr<Layer> make_subtract(const NodeSpec& n, Build& b) { return std::make_unique<Pairwise>(n, b, false); }
+std::unique_ptr<Layer> make_softmax(const NodeSpec& n, Build& b) { return std::make_unique<Softmax>(n, b); }
 
 }  // namespace cuda_plugin

@@ -18,6 +18,16 @@ std::unique_ptr<Layer> make_add(const NodeSpec&, Build&);
 std::unique_ptr<Layer> make_reshape(const NodeSpec&, Build&);
 std::unique_ptr<Layer> make_layer_norm(const NodeSpec&, Build&);
 std::unique_ptr<Layer> make_batch_norm(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_multiply(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_subtract(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_softmax(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_concat(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_transpose(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_zero_padding2d(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_cropping2d(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_depth_to_space(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_resize(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_conv2d_transpose(const NodeSpec&, Build&);
 
 namespace {
 
@@ -35,6 +45,16 @@ constexpr std::pair<std::string_view, LayerFactory> kLayers[] = {
     {"dropout", &make_dropout},
     {"layer_norm", &make_layer_norm},
     {"batch_norm", &make_batch_norm},
+    {"multiply", &make_multiply},
+    {"subtract", &make_subtract},
+    {"softmax", &make_softmax},
+    {"concat", &make_concat},
+    {"transpose", &make_transpose},
+    {"zero_padding2d", &make_zero_padding2d},
+    {"cropping2d", &make_cropping2d},
+    {"depth_to_space", &make_depth_to_space},
+    {"resize", &make_resize},
+    {"conv2d_transpose", &make_conv2d_transpose},
 };
 
 }  // namespace
