@@ -343,3 +343,50 @@ TEST(RegressionRun, AMonitorOfAMetricTheModelLacksIsRefusedBeforeTraining) {
 }
 
 }  // namespace
+
+// A training backend with no integer kernels (the cuda backend's case, played here by the linear test backend):
+// the export and `eval --precision int8` score the int8 model on another backend of the plugin set, the cpu
+// backend, and say so, instead of skipping it.
+TEST(Int8Scoring, RunsOnAnotherBackendWhenTheTrainingOneHasNoIntegerKernels) {
+  TempDir dir;
+  auto pipeline = [](int64_t count) {
+    return json{{"source",
+                 {{"type", "synthetic"},
+                  {"count", count},
+                  {"tensors",
+                   {{"image", {{"shape", {4, 4, 1}}, {"dtype", "float32"}, {"low", 0.0}, {"high", 1.0}}},
+                    {"label", {{"shape", json::array()}, {"dtype", "int32"}, {"low", 0}, {"high", 3}}}}}}},
+                {"batch", 8}};
+  };
+  const json doc = {
+      {"seed", 5},
+      {"data", {{"train", pipeline(32)}, {"eval", pipeline(24)}}},
+      {"model",
+       {{"input", {{"image", {4, 4, 1}}}},
+        {"layers", {{{"type", "flatten"}}, {{"type", "dense"}, {"units", 3}}}},
+        {"loss", {{"type", "sparse_softmax_cross_entropy"}, {"labels", "label"}}}}},
+      {"train",
+       {{"backend", "linear"},
+        {"optimizer", {{"type", "adam"}, {"learning_rate", 0.01}}},
+        {"epochs", 2},
+        {"checkpoint", {{"dir", (dir / "ckpt").string()}}}}},
+      {"export", {{"quantizer", "int8"}, {"format", "tflite"}, {"path", (dir / "model.tflite").string()}}}};
+  write_file(dir / "m.json", doc.dump());
+  const std::string host = "env RAMJET_PLUGIN_PATH=" +
+                           quote(stock_plugin_dir().string() + ":" + fixture_dir("linear_backend").string()) + " " +
+                           quote(host_binary().string());
+  const CommandResult trained = run(host + " run " + quote((dir / "m.json").string()) + " --report " +
+                                    quote((dir / "report.json").string()) + " 2>&1");
+  ASSERT_EQ(trained.exit_code, 0) << trained.output;
+  EXPECT_EQ(trained.output.find("int8 evaluation skipped"), std::string::npos) << trained.output;
+  const json exported = json::parse(std::ifstream(dir / "report.json"))["export"];
+  EXPECT_EQ(exported.value("int8_backend", ""), "cpu") << exported.dump();
+  for (const char* key : {"fp32_accuracy", "int8_accuracy"}) ASSERT_TRUE(exported.contains(key)) << exported.dump();
+  EXPECT_NEAR(exported["int8_accuracy"].get<double>(), exported["fp32_accuracy"].get<double>(), 0.2) << exported.dump();
+
+  const CommandResult int8 = run(host + " eval " + quote((dir / "m.json").string()) + " --precision int8 --json 2>&1");
+  ASSERT_EQ(int8.exit_code, 0) << int8.output;
+  const json eval = json::parse(int8.output.substr(int8.output.find('{')));
+  EXPECT_EQ(eval.value("int8_backend", ""), "cpu") << int8.output;
+  EXPECT_DOUBLE_EQ(eval["accuracy"].get<double>(), exported["int8_accuracy"].get<double>()) << int8.output;
+}

@@ -71,9 +71,10 @@ nlohmann::json evaluate_checkpoint(const Plan& original, PluginRegistry& registr
       return quantize_model(plan, registry, *program, checkpoint.parameters, config);
     }();
     program.reset();
-    auto int8 = compile_quantized(*backend, quantized, batch);
+    QuantizedProgram int8 = compile_quantized(plan, registry, *backend, quantized, batch, options.threads);
+    report["int8_backend"] = int8.backend;
     InputPipeline data(eval_data, registry, plan.seed);
-    result = evaluate_program(*int8, quantized.graph, data, plan.seed, keep);
+    result = evaluate_program(*int8.program, quantized.graph, data, plan.seed, keep);
     report["calibration"] = {{"batches", config.calibration_batches}, {"data", config.calibration_data}};
   }
   report.update(result.to_json());

@@ -76,10 +76,39 @@ bool runs_as_integer(const QuantizedModel& model) {
   return model.graph.value("mode", std::string("full_integer")) == "full_integer";
 }
 
-std::unique_ptr<Program> compile_quantized(const Backend& backend, QuantizedModel& model, int64_t batch) {
+namespace {
+
+std::unique_ptr<Program> compile_int8(const Backend& backend, QuantizedModel& model, int64_t batch) {
   auto program = backend.compile(model.graph, {{"batch", batch}, {"precision", "int8"}});
   program->set_state(RAMJET_STATE_PARAMETERS, model.parameters);
   return program;
+}
+
+}  // namespace
+
+QuantizedProgram compile_quantized(const Plan& plan, PluginRegistry& registry, const Backend& trained_on,
+                                   QuantizedModel& model, int64_t batch, int64_t threads) {
+  const std::string trained_name = plan.train->backend.type();
+  try {
+    return {nullptr, compile_int8(trained_on, model, batch), trained_name};
+  } catch (const InvalidInput& refusal) {
+    for (const std::string& name : registry.available(RAMJET_KIND_BACKEND)) {
+      if (name == trained_name) continue;
+      CreateArgs args;
+      args.base_dir = plan.origin.base_dir();
+      args.seed = plan.seed;
+      args.where = plan.origin.where("/train/backend") + " (another backend, for the int8 model)";
+      if (threads > 0) args.config["threads"] = threads;
+      try {
+        auto backend = std::make_unique<Backend>(registry.component(RAMJET_KIND_BACKEND, name), args);
+        auto program = compile_int8(*backend, model, batch);
+        return {std::move(backend), std::move(program), name};
+      } catch (const InvalidInput&) {  // it cannot run this graph either
+      } catch (const RuntimeFailure&) {  // it cannot run here (a GPU backend on a machine without one)
+      }
+    }
+    throw;
+  }
 }
 
 void prepare_export_destination(const Plan& plan) {
@@ -126,16 +155,17 @@ nlohmann::json export_trained_model(const Plan& plan, PluginRegistry& registry, 
   if (evaluate && runs_as_integer(quantized)) {
     // The file is written either way; a backend that cannot run integer inference on this machine (no VNNI, say)
     // leaves its accuracy out and says why.
-    std::unique_ptr<Program> int8;
+    QuantizedProgram int8;
     try {
-      int8 = compile_quantized(*backend, quantized, batch);
+      int8 = compile_quantized(plan, registry, *backend, quantized, batch);
     } catch (const InvalidInput& e) {
       report["int8_evaluation"] = std::string("skipped: ") + e.what();
       log(RAMJET_LOG_WARNING, "export", "int8 evaluation skipped: " + std::string(e.what()));
     }
-    if (int8) {
+    if (int8.program) {
+      report["int8_backend"] = int8.backend;
       InputPipeline data(*plan.eval_data, registry, plan.seed);
-      Evaluation q = evaluate_program(*int8, quantized.graph, data, plan.seed, int8_predictions != nullptr);
+      Evaluation q = evaluate_program(*int8.program, quantized.graph, data, plan.seed, int8_predictions != nullptr);
       if (int8_predictions) *int8_predictions = std::move(q.predictions);
       for (const auto& [name, value] : q.metrics) report["int8_" + name] = value;
       report["int8_samples_per_s"] = q.samples_per_s;

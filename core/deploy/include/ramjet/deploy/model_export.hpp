@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace ramjet::core {
@@ -28,8 +29,19 @@ QuantizedModel quantize_model(const Plan& plan, PluginRegistry& registry, Progra
 // one is for other runtimes), per the graph's own "mode" field (docs/quantized-graph.md).
 bool runs_as_integer(const QuantizedModel& model);
 
-// The quantized program, with its parameters set.
-std::unique_ptr<Program> compile_quantized(const Backend& backend, QuantizedModel& model, int64_t batch);
+// The quantized program, with its parameters set, and where it runs.
+struct QuantizedProgram {
+  std::unique_ptr<Backend> own_backend;  // set when it is not the training backend; outlives `program`
+  std::unique_ptr<Program> program;
+  std::string backend;                   // the backend's name, for reports
+};
+
+// Compiles the quantized graph on `trained_on` (the plan's training backend) when that runs integer inference;
+// otherwise on the first other backend of the plugin set that does, made with its defaults and `threads`: a GPU
+// backend has no integer kernels, and an int8 file is for CPUs. Throws the training backend's refusal
+// (InvalidInput) when no backend compiles it.
+QuantizedProgram compile_quantized(const Plan& plan, PluginRegistry& registry, const Backend& trained_on,
+                                   QuantizedModel& model, int64_t batch, int64_t threads = 0);
 
 // Creates the folder the export will write into, so a bad path fails before training rather than after.
 // Throws InvalidInput naming /export/path.
