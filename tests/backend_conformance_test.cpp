@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <span>
 #include <string>
@@ -422,35 +423,55 @@ INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::Values("cpu"), [](con
 
 // ---- a device backend against the cpu backend, step by step --------------------------------------------------
 
-class DeviceMatchesCpu : public Conformance {};
+class DeviceMatchesCpu : public Conformance {
+ protected:
+  // `g` compiled on the cpu backend and on this one with `options` and the same parameters, then `steps` training
+  // steps on both, with batch(step): the output `output`, the loss and (a classifier's) count of right answers
+  // agree, every gradient within 1e-4 relative distance, before each update at `learning_rate`; and the
+  // parameters after the last one (cuDNN and cuBLASLt sum in other orders than oneDNN: float32 rounding apart).
+  void expect_training_agrees(const json& g, Example& params, const json& options, int steps,
+                              const std::function<Example(int)>& batch, const std::string& output, float learning_rate);
+};
+
+void DeviceMatchesCpu::expect_training_agrees(const json& g, Example& params, const json& options, int steps,
+                                              const std::function<Example(int)>& batch, const std::string& output,
+                                              float learning_rate) {
+  Harness cpu(kOneThread, "cpu"), device(kOneThread, backend());
+  for (Harness* h : {&cpu, &device}) {
+    const Status compiled = h->compile(g, options);
+    ASSERT_TRUE(compiled.ok()) << compiled.message;
+    ASSERT_TRUE(h->set_state("parameters", params).ok());
+  }
+  for (int step = 1; step <= steps; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    Example inputs = batch(step), a, b;
+    ASSERT_TRUE(cpu.forward(inputs, a, true).ok());
+    const Status f = device.forward(inputs, b, true);
+    ASSERT_TRUE(f.ok()) << f.message;
+    expect_near_all(values(b, output), values(a, output), 1e-4, output.c_str());
+    EXPECT_NEAR(scalar(b, "loss"), scalar(a, "loss"), 1e-4 * (1 + std::fabs(scalar(a, "loss"))));
+    ASSERT_EQ(a.find("correct") != nullptr, b.find("correct") != nullptr);
+    if (a.find("correct") != nullptr) {
+      EXPECT_EQ(*static_cast<const int32_t*>(b.find("correct")->data), *static_cast<const int32_t*>(a.find("correct")->data));
+    }
+    ASSERT_TRUE(cpu.backward().ok());
+    ASSERT_TRUE(device.backward().ok());
+    Example ga = cpu.state("gradients"), gb = device.state("gradients");
+    for (const auto& e : ga.entries) EXPECT_LT(distance(values(gb, e.name), values(ga, e.name)), 1e-4) << e.name;
+    ASSERT_TRUE(cpu.update(step, learning_rate).ok());
+    ASSERT_TRUE(device.update(step, learning_rate).ok());
+  }
+  Example wa = cpu.state("parameters"), wb = device.state("parameters");
+  for (const auto& e : wa.entries) expect_near_all(values(wb, e.name), values(wa, e.name), 1e-4, e.name.c_str());
+}
 
 // The same graph, weights and batches on both: logits, loss, every gradient and three Adam steps' weights agree
 // to float32 rounding (cuDNN and cuBLASLt sum in other orders than oneDNN).
 TEST_P(DeviceMatchesCpu, ForwardBackwardAndUpdates) {
   const json g = conv_stack();
   Example params = random_params(g, 11, 0.5f);
-  Harness cpu(kOneThread, "cpu"), device(kOneThread, backend());
-  for (Harness* h : {&cpu, &device}) {
-    ASSERT_TRUE(h->compile(g, options_with(6, {{"type", "adam"}})).ok());
-    ASSERT_TRUE(h->set_state("parameters", params).ok());
-  }
-  for (int step = 1; step <= 3; ++step) {
-    Example batch = batch_of({7, 7, 2}, 6, 3, static_cast<uint32_t>(step)), a, b;
-    ASSERT_TRUE(cpu.forward(batch, a, true).ok());
-    const Status f = device.forward(batch, b, true);
-    ASSERT_TRUE(f.ok()) << f.message;
-    expect_near_all(values(b, "out"), values(a, "out"), 1e-4, "logits");
-    EXPECT_NEAR(scalar(b, "loss"), scalar(a, "loss"), 1e-4 * (1 + std::fabs(scalar(a, "loss"))));
-    EXPECT_EQ(*static_cast<const int32_t*>(b.find("correct")->data), *static_cast<const int32_t*>(a.find("correct")->data));
-    ASSERT_TRUE(cpu.backward().ok());
-    ASSERT_TRUE(device.backward().ok());
-    Example ga = cpu.state("gradients"), gb = device.state("gradients");
-    for (const auto& e : ga.entries) EXPECT_LT(distance(values(gb, e.name), values(ga, e.name)), 1e-4) << e.name;
-    ASSERT_TRUE(cpu.update(step, 0.01f).ok());
-    ASSERT_TRUE(device.update(step, 0.01f).ok());
-  }
-  Example wa = cpu.state("parameters"), wb = device.state("parameters");
-  for (const auto& e : wa.entries) expect_near_all(values(wb, e.name), values(wa, e.name), 1e-4, e.name.c_str());
+  expect_training_agrees(g, params, options_with(6, {{"type", "adam"}}), 3,
+                         [](int step) { return batch_of({7, 7, 2}, 6, 3, static_cast<uint32_t>(step)); }, "out", 0.01f);
 }
 
 // Batch norm's moving statistics after training steps, and inference through them.
@@ -514,25 +535,9 @@ TEST_P(DeviceMatchesCpu, MovingAndPairwiseLayersAgree) {
       .dense("out", "flat", 140, 3);
   const json g = ir.classifier("out");
   Example params = random_params(g, 14, 0.5f);
-  Harness cpu(kOneThread, "cpu"), device(kOneThread, backend());
-  for (Harness* h : {&cpu, &device}) {
-    const Status compiled = h->compile(g, options_with(5, {{"type", "sgd"}}));
-    ASSERT_TRUE(compiled.ok()) << compiled.message;
-    ASSERT_TRUE(h->set_state("parameters", params).ok());
-  }
-  for (int step = 1; step <= 2; ++step) {
-    Example batch = batch_of({6, 6, 2}, 5, 3, static_cast<uint32_t>(30 + step)), a, b;
-    ASSERT_TRUE(cpu.forward(batch, a, true).ok());
-    const Status f = device.forward(batch, b, true);
-    ASSERT_TRUE(f.ok()) << f.message;
-    expect_near_all(values(b, "out"), values(a, "out"), 1e-4, "logits");
-    ASSERT_TRUE(cpu.backward().ok());
-    ASSERT_TRUE(device.backward().ok());
-    Example ga = cpu.state("gradients"), gb = device.state("gradients");
-    for (const auto& e : ga.entries) EXPECT_LT(distance(values(gb, e.name), values(ga, e.name)), 1e-4) << e.name;
-    ASSERT_TRUE(cpu.update(step, 0.05f).ok());
-    ASSERT_TRUE(device.update(step, 0.05f).ok());
-  }
+  expect_training_agrees(g, params, options_with(5, {{"type", "sgd"}}), 2,
+                         [](int step) { return batch_of({6, 6, 2}, 5, 3, static_cast<uint32_t>(30 + step)); }, "out",
+                         0.05f);
 }
 
 // The losses against float targets: the loss, the count of right answers (binary cross-entropy's) and the
@@ -579,26 +584,9 @@ TEST_P(DeviceMatchesCpu, ImageToImageModelAgrees) {
       .conv("out", "skip", 8, {6, 6, 2}, {{"filters", 2}, {"kernel", {1, 1}}});
   const json g = ir.regression("out", "mse");
   Example params = random_params(g, 17, 0.5f);
-  Harness cpu(kOneThread, "cpu"), device(kOneThread, backend());
-  for (Harness* h : {&cpu, &device}) {
-    const Status compiled = h->compile(g, options_with(4, {{"type", "adam"}}));
-    ASSERT_TRUE(compiled.ok()) << compiled.message;
-    ASSERT_TRUE(h->set_state("parameters", params).ok());
-  }
-  for (int step = 1; step <= 2; ++step) {
-    Example batch = batch_of({6, 6, 2}, 4, 0, static_cast<uint32_t>(40 + step), {6, 6, 2}), a, b;
-    ASSERT_TRUE(cpu.forward(batch, a, true).ok());
-    const Status f = device.forward(batch, b, true);
-    ASSERT_TRUE(f.ok()) << f.message;
-    expect_near_all(values(b, "out"), values(a, "out"), 1e-4, "outputs");
-    EXPECT_NEAR(scalar(b, "loss"), scalar(a, "loss"), 1e-4 * (1 + std::fabs(scalar(a, "loss"))));
-    ASSERT_TRUE(cpu.backward().ok());
-    ASSERT_TRUE(device.backward().ok());
-    Example ga = cpu.state("gradients"), gb = device.state("gradients");
-    for (const auto& e : ga.entries) EXPECT_LT(distance(values(gb, e.name), values(ga, e.name)), 1e-4) << e.name;
-    ASSERT_TRUE(cpu.update(step, 0.01f).ok());
-    ASSERT_TRUE(device.update(step, 0.01f).ok());
-  }
+  expect_training_agrees(g, params, options_with(4, {{"type", "adam"}}), 2,
+                         [](int step) { return batch_of({6, 6, 2}, 4, 0, static_cast<uint32_t>(40 + step), {6, 6, 2}); },
+                         "out", 0.01f);
 }
 
 #ifdef RAMJET_TEST_CUDA_BACKEND

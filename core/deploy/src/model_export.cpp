@@ -91,7 +91,7 @@ QuantizedProgram compile_quantized(const Plan& plan, PluginRegistry& registry, c
   const std::string trained_name = plan.train->backend.type();
   try {
     return {nullptr, compile_int8(trained_on, model, batch), trained_name};
-  } catch (const InvalidInput& refusal) {
+  } catch (const InvalidInput&) {  // rethrown below when no other backend runs it
     for (const std::string& name : registry.available(RAMJET_KIND_BACKEND)) {
       if (name == trained_name) continue;
       CreateArgs args;

@@ -65,6 +65,12 @@ class Layer {
   virtual std::vector<Parameter*> parameters() const { return {}; }
 };
 
+// A weighted layer's parameters: its kernel, and its bias where it has one.
+inline std::vector<Parameter*> kernel_and_bias(Parameter* kernel, Parameter* bias) {
+  if (bias != nullptr) return {kernel, bias};
+  return {kernel};
+}
+
 // A layer with one input: the device, the compute dtype and the two values it joins, taken from the build.
 class OneInputLayer : public Layer {
  protected:

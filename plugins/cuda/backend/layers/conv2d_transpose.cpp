@@ -71,10 +71,7 @@ class Conv2dTranspose : public OneInputLayer {
     gradient_written(in_, device_, dtype_);
   }
 
-  std::vector<Parameter*> parameters() const override {
-    if (bias_) return {kernel_, bias_};
-    return {kernel_};
-  }
+  std::vector<Parameter*> parameters() const override { return kernel_and_bias(kernel_, bias_); }
 
  private:
   Parameters& params_;
