@@ -6,6 +6,7 @@
 #include "gradient_check.hpp"
 #include "onednn_harness.hpp"
 #include "onednn_models.hpp"
+#include "ramjet/model/graph.hpp"
 
 #include <gtest/gtest.h>
 
@@ -69,6 +70,23 @@ Ir& transposed_conv(Ir& ir, const std::string& name, const std::string& in, int6
   }
   attrs["filters"] = out[2];
   return ir.node(name, "conv2d_transpose", {in}, out, attrs, params);
+}
+
+// A manifest `model` section as the core builds it into graph IR, as a run does.
+json graph_of(const json& model) { return ramjet::core::build_graph(model, ramjet::core::Origin{"test.json"}).ir; }
+
+json token_loss() { return {{"type", "sparse_softmax_cross_entropy"}}; }
+
+// Attention's gradients pass through softmax twice over: with small weights they are small against float32's
+// rounding of the loss, so the differences take a wider step over larger weights (a key bias shifts every score of
+// a row alike, so softmax ignores it: its gradient must be zero).
+GradCheck attention_check(const std::string& backend) {
+  GradCheck c;
+  c.backend = backend;
+  c.eps = 1e-2;
+  c.param_scale = 1.0f;
+  c.invariant = {"key/bias"};
+  return c;
 }
 
 }  // namespace
@@ -367,6 +385,94 @@ TEST_P(Conformance, TransposedConvolutionGradientsMatchFiniteDifferences) {
   }
 }
 
+// The sequence layers: token embeddings with learned positions and RMS normalisation, causal self-attention,
+// cross-attention over a query, a value and a key, matmul with both transposes, conv1d with every padding, and
+// categorical cross-entropy with label smoothing.
+TEST_P(Conformance, SequenceLayerGradientsMatchFiniteDifferences) {
+  auto check_model = [&](const json& model, int64_t vocabulary, int64_t classes, const GradCheck& c) {
+    const json ir = graph_of(model);
+    expect_gradients_match(ir, batch_for_graph(ir, 3, vocabulary, classes, 17), 3, c);
+  };
+  {
+    SCOPED_TRACE("embedding, position_embedding, rms_norm");
+    check_model({{"input", {{"tokens", {{"shape", {6}}, {"dtype", "int32"}}}}},
+                 {"layers",
+                  {{{"type", "embedding"}, {"input_dim", 11}, {"output_dim", 8}},
+                   {{"type", "position_embedding"}, {"sequence_length", 8}},
+                   {{"type", "rms_norm"}},
+                   {{"type", "dense"}, {"units", 11}}}},
+                 {"loss", token_loss()}},
+                11, 11, check());
+  }
+  {
+    SCOPED_TRACE("causal self-attention");
+    check_model({{"input", {{"x", {5, 8}}}},
+                 {"layers",
+                  {{{"type", "multi_head_attention"}, {"num_heads", 2}, {"key_dim", 3}, {"value_dim", 4},
+                    {"use_causal_mask", true}},
+                   {{"type", "dense"}, {"units", 5}}}},
+                 {"loss", token_loss()}},
+                11, 5, attention_check(backend()));
+  }
+  {
+    SCOPED_TRACE("cross-attention");
+    check_model({{"input", {{"q", {4, 6}}, {"v", {5, 7}}, {"k", {5, 3}}}},
+                 {"layers",
+                  {{{"type", "multi_head_attention"}, {"inputs", {"q", "v", "k"}}, {"num_heads", 3}, {"key_dim", 2},
+                    {"output_shape", 9}},
+                   {{"type", "multi_head_attention"}, {"inputs", {"multi_head_attention", "v"}}, {"num_heads", 2},
+                    {"key_dim", 3}, {"use_bias", false}},
+                   {{"type", "dense"}, {"units", 5}}}},
+                 {"loss", token_loss()}},
+                11, 5, attention_check(backend()));
+  }
+  {
+    SCOPED_TRACE("matmul");
+    check_model({{"input", {{"x", {4, 6}}}},
+                 {"layers",
+                  {{{"type", "dense"}, {"units", 6}, {"name", "a"}},
+                   {{"type", "dense"}, {"units", 6}, {"name", "b"}, {"inputs", "x"}},
+                   {{"type", "matmul"}, {"inputs", {"a", "b"}}, {"transpose_b", true}, {"name", "ab"}},
+                   {{"type", "matmul"}, {"inputs", {"ab", "a"}}, {"transpose_a", true}},
+                   {{"type", "dense"}, {"units", 5}}}},
+                 {"loss", token_loss()}},
+                11, 5, check());
+  }
+  for (const char* padding : {"valid", "same", "causal"}) {
+    SCOPED_TRACE(std::string("conv1d ") + padding);
+    check_model({{"input", {{"x", {9, 4}}}},
+                 {"layers",
+                  {{{"type", "conv1d"}, {"filters", 6}, {"kernel", 3}, {"padding", padding}, {"activation", "relu"}},
+                   {{"type", "conv1d"}, {"filters", 4}, {"kernel", 2}, {"padding", padding}},
+                   {{"type", "flatten"}},
+                   {{"type", "dense"}, {"units", 5}}}},
+                 {"loss", token_loss()}},
+                11, 5, check());
+  }
+  {
+    SCOPED_TRACE("categorical_cross_entropy");
+    check_model({{"input", {{"x", {4, 6}}}},
+                 {"layers", {{{"type", "dense"}, {"units", 5}}}},
+                 {"loss", {{"type", "categorical_cross_entropy"}, {"label_smoothing", 0.1}}}},
+                11, 5, check());
+  }
+}
+
+// A token outside the embedding's table is refused before anything runs, naming the token and its position.
+TEST_P(Conformance, ATokenOutsideTheEmbeddingTableIsANamedError) {
+  const json ir = graph_of({{"input", {{"tokens", {{"shape", {3}}, {"dtype", "int32"}}}}},
+                            {"layers", {{{"type", "embedding"}, {"input_dim", 4}, {"output_dim", 2}}, {{"type", "dense"}, {"units", 4}}}},
+                            {"loss", token_loss()}});
+  Harness h(kOneThread, backend());
+  ASSERT_TRUE(h.compile(ir, options_with(2, {{"type", "sgd"}})).ok());
+  Example batch, out;
+  put(batch, "tokens", kI32, {2, 3}, std::vector<int32_t>{0, 1, 2, 3, 9, 1});
+  put(batch, "label", kI32, {2, 3}, std::vector<int32_t>{0, 1, 2, 3, 0, 1});
+  const Status s = h.forward(batch, out, true);
+  EXPECT_EQ(s.code, RAMJET_ERR_OUT_OF_RANGE);
+  EXPECT_NE(s.message.find("token ID 9 at position 4"), std::string::npos) << s.message;
+}
+
 // Taps, which int8 calibration reads activations through: each named value of a forward (an input, a hidden
 // layer, the logits) reaches the tap as a float32 host tensor of [batch, shape...] holding what the forward
 // computed, in float32 and in the reduced precision; "[]" stops them; an unknown name, and a tap that fails, are
@@ -587,6 +693,29 @@ TEST_P(DeviceMatchesCpu, ImageToImageModelAgrees) {
   expect_training_agrees(g, params, options_with(4, {{"type", "adam"}}), 2,
                          [](int step) { return batch_of({6, 6, 2}, 4, 0, static_cast<uint32_t>(40 + step), {6, 6, 2}); },
                          "out", 0.01f);
+}
+
+// A small decoder block, as examples/char_transformer trains: token embeddings and positions, causal
+// self-attention with a residual and layer norm, a feed-forward pair, RMS normalisation and token-level
+// cross-entropy; two Adam steps.
+TEST_P(DeviceMatchesCpu, TransformerBlockAgrees) {
+  const json g = graph_of({{"input", {{"tokens", {{"shape", {7}}, {"dtype", "int32"}}}}},
+                           {"layers",
+                            {{{"type", "embedding"}, {"input_dim", 13}, {"output_dim", 8}},
+                             {{"type", "position_embedding"}, {"sequence_length", 16}, {"name", "positions"}},
+                             {{"type", "multi_head_attention"}, {"num_heads", 2}, {"key_dim", 4}, {"use_causal_mask", true}},
+                             {{"type", "add"}, {"inputs", {"positions", "multi_head_attention"}}},
+                             {{"type", "layer_norm"}, {"name", "norm"}},
+                             {{"type", "dense"}, {"units", 16}, {"activation", "gelu"}},
+                             {{"type", "dense"}, {"units", 8}},
+                             {{"type", "add"}, {"inputs", {"norm", "dense_1"}}},
+                             {{"type", "rms_norm"}},
+                             {{"type", "dense"}, {"units", 13}, {"name", "logits"}}}},
+                           {"loss", token_loss()}});
+  Example params = random_params(g, 18, 0.5f);
+  expect_training_agrees(g, params, options_with(4, {{"type", "adam"}}), 2,
+                         [&](int step) { return batch_for_graph(g, 4, 13, 13, static_cast<uint32_t>(50 + step)); },
+                         "logits", 0.01f);
 }
 
 #ifdef RAMJET_TEST_CUDA_BACKEND

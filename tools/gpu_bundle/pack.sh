@@ -2,8 +2,8 @@
 # Packs what a GPU machine without this project's Debian packages needs to run the GPU checks, as one .tar.xz
 # (build/gpu_bundle.tar.xz, about 45 MB): the GPU test binaries, the ramjet host with the plugins the GPU bench uses
 # (stripped), the Debian libraries they link (oneDNN, gomp, boost_program_options, protobuf-lite, png, jpeg, zip...),
-# and Fashion-MNIST. The machine brings the NVIDIA driver, cuBLASLt 13, cuDNN 9, NCCL 2 and, for the bench's peer
-# rows, PyTorch; tools/gpu_bundle/run.sh runs it there. Run after ./dev build.
+# Fashion-MNIST and the fortunes corpus. The machine brings the NVIDIA driver, cuBLASLt 13, cuDNN 9, NCCL 2 and,
+# for the bench's peer rows, PyTorch; tools/gpu_bundle/run.sh runs it there. Run after ./dev build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 [ -x build/bin/ramjet_cuda_tests ] || { echo "pack.sh: build/bin/ramjet_cuda_tests is missing (./dev build with nvcc)" >&2; exit 1; }
@@ -19,5 +19,6 @@ for f in $b/bin/* $b/lib/ramjet/plugins/*.so; do ldd "$f" | awk '/=> \/lib/ {pri
   grep -vE '/(libc|libm|libdl|libpthread|librt|libstdc\+\+|libgcc_s|libz)\.so' |
   while read -r l; do cp -L "$l" $b/syslib/; done
 cp /usr/share/datasets/fashion-mnist/*.gz $b/data/
+mkdir -p $b/data/fortunes && cp /usr/share/games/fortunes/*.u8 $b/data/fortunes/  # the char transformer's corpus
 XZ_OPT="-T2 -4" tar -C "$work" -cJf build/gpu_bundle.tar.xz bundle
 ls -la build/gpu_bundle.tar.xz

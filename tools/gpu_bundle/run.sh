@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # On the GPU machine, from the repository's root (the bench's scripts and manifests are read from the tree), as root
-# (Fashion-MNIST goes where the manifests read it, /usr/share/datasets/fashion-mnist):
+# (Fashion-MNIST and the fortunes corpus go where the manifests read them):
 #   tools/gpu_bundle/run.sh [BUNDLE] [STEPS] [MODELS] [REPEAT]
 # Unpacks BUNDLE (default build/gpu_bundle.tar.xz, from pack.sh), then what ./dev gpu-check runs: the CUDA kernels'
-# tests, the cuda conformance cases and nccl's tests (a skip there is a failure to look at), the default pipeline
-# and the deblurring example on the GPU in float32 and mixed_float16 (their test accuracy and PSNR against the
-# cpu's), and the GPU training bench (STEPS batches an epoch, default the whole epoch; STEPS 0 stops before the
-# example runs and the bench; MODELS none stops before the bench). Logs and reports go to $OUT (default
-# /tmp/ramjet-gpu).
+# tests, the cuda conformance cases and nccl's tests (a skip there is a failure to look at), the default pipeline,
+# the deblurring example and one epoch of the char transformer on the GPU in float32 and mixed_float16 (their test
+# accuracy, PSNR and validation loss against the cpu's), and the GPU training bench (STEPS batches an epoch,
+# default the whole epoch; STEPS 0 stops before the example runs and the bench; MODELS none stops before the
+# bench). Logs and reports go to $OUT (default /tmp/ramjet-gpu).
 set -uo pipefail
 bundle=${1:-build/gpu_bundle.tar.xz}; steps=${2-}; models=${3:-cnn,resnet}; repeat=${4-}
 OUT=${OUT:-/tmp/ramjet-gpu}; mkdir -p "$OUT"
 t0=$(date +%s); stamp() { echo "[$(( $(date +%s) - t0 ))s] $*"; }
 tar -C /tmp -xJf "$bundle"; b=/tmp/bundle
 mkdir -p /usr/share/datasets/fashion-mnist && cp $b/data/*.gz /usr/share/datasets/fashion-mnist/
+mkdir -p /usr/share/games/fortunes && cp $b/data/fortunes/*.u8 /usr/share/games/fortunes/
 nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader | tee "$OUT/gpu.txt"
 find1() { find /opt /usr/local /usr/lib -name "$1" 2>/dev/null | head -1; }
 lt=$(find1 'libcublasLt.so.13'); dnn=$(find1 'libcudnn.so.9'); nc=$(find1 'libnccl.so.2')
@@ -45,6 +46,16 @@ for prec in float32 mixed_float16; do
     --set /export/path=/tmp/deblur_$prec/m.tflite --report "$OUT/deblur_$prec.json" > "$OUT/deblur_$prec.log" 2>&1
   echo "deblur $prec rc=$?"
   python3 -c "import json, sys; r = json.load(open(sys.argv[1])); print('eval', r.get('eval'))" "$OUT/deblur_$prec.json"
+done
+stamp transformer  # the cpu's, float32, this one epoch: validation loss in docs/benchmarks.md (the GPU section)
+for prec in float32 mixed_float16; do
+  d=/tmp/transformer_$prec; mkdir -p $d
+  timeout 300 $b/bin/ramjet run examples/char_transformer/train.json --quiet --set /train/backend=cuda \
+    --set /train/precision=$prec --set /train/epochs=1 --set /train/checkpoint/dir=$d \
+    --set /data/train/source/vocabulary=$d/tokenizer.json --set /data/eval/source/vocabulary=$d/tokenizer.json \
+    --report "$OUT/transformer_$prec.json" > "$OUT/transformer_$prec.log" 2>&1
+  echo "transformer $prec rc=$?"; tail -2 "$OUT/transformer_$prec.log"
+  python3 -c "import json, sys; r = json.load(open(sys.argv[1])); print('eval', r.get('eval'))" "$OUT/transformer_$prec.json"
 done
 [ "$models" = none ] && exit 0
 

@@ -16,7 +16,8 @@ CudaBackend::CudaBackend(const ramjet::Config& config) {
 
 std::unique_ptr<CudaBackend::Program> CudaBackend::compile(const nlohmann::json& graph, const nlohmann::json& options) {
   static const ramjet::ir::Capabilities capabilities{
-      "cuda backend", supported_ops(), {"sparse_softmax_cross_entropy", "mse", "l1", "binary_cross_entropy"}};
+      "cuda backend", supported_ops(),
+      {"sparse_softmax_cross_entropy", "categorical_cross_entropy", "mse", "l1", "binary_cross_entropy"}};
   ramjet::ir::Graph parsed = ramjet::ir::parse_graph(graph, capabilities);
   device_->activate();
   CompileOptions o = parse_options(options);

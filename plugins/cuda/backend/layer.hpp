@@ -26,6 +26,8 @@ struct Value {
   Buffer data;
   Buffer grad;   // d loss / d value, when wants_grad
   Buffer spare;  // a second reader's part of the gradient, before it is added into grad
+  bool token_ids = false;   // int32 IDs (a graph input only embeddings read), whatever the compute dtype
+  std::vector<int32_t> host_ids;  // token_ids: the batch's IDs as the host handed them in, for their checks
   bool wants_grad = false;  // a parameter lies upstream
   bool grad_written = false;  // a reader has delivered its part during this backward
 };

@@ -1,8 +1,10 @@
 // The graph's loss on the device: sparse_softmax_cross_entropy (integer labels against logits [..., classes]), the
 // fused kernel of softmax_cross_entropy.hpp, with Keras's label smoothing and PyTorch's ignore_index; or mse, l1 and
-// binary_cross_entropy against float targets of the input's shape (point_loss.hpp).
+// binary_cross_entropy against float targets of the input's shape (point_loss.hpp), or categorical_cross_entropy
+// against float targets over the classes (categorical_loss.hpp).
 #pragma once
 
+#include "categorical_loss.hpp"
 #include "layer.hpp"
 #include "point_loss.hpp"
 #include "softmax_cross_entropy.hpp"
@@ -34,7 +36,8 @@ class Loss {
   void backward(float scale);
 
  private:
-  LossValues point_forward(const DLTensor& targets);
+  // The losses against float targets of the input's shape.
+  LossValues targets_forward(const DLTensor& targets);
 
   ramjet::ir::LossSpec spec_;
   Device& device_;
@@ -47,7 +50,9 @@ class Loss {
   Buffer result_;
   std::unique_ptr<SoftmaxCrossEntropy> kernel_;
   std::optional<PointLoss> point_;  // mse, l1, binary_cross_entropy
+  bool categorical_ = false;        // categorical_cross_entropy
   Buffer targets_;
+  Buffer row_loss_, row_hit_;       // categorical: per row
 };
 
 }  // namespace cuda_plugin

@@ -37,9 +37,11 @@ Parameters::Parameters(Device& device, const ramjet::ir::Graph& graph, bool half
   std::map<std::string, bool> filter, weight, trainable;
   for (const auto& node : graph.nodes) {
     for (const auto& [role, name] : node.params) {
-      const bool convolves = node.op == "conv2d" || node.op == "conv2d_transpose";
+      const bool convolves = node.op == "conv2d" || node.op == "conv2d_transpose" || node.op == "conv1d";
       if (convolves && role == "kernel") filter[name] = true;
-      if ((convolves || node.op == "dense") && (role == "kernel" || role == "bias")) weight[name] = true;
+      // Dense products read their weights in the compute dtype (attention's four projections are dense products).
+      const bool multiplies = convolves || node.op == "dense" || node.op == "multi_head_attention";
+      if (multiplies && (role.ends_with("kernel") || role.ends_with("bias"))) weight[name] = true;
       // Frozen only when every node that reads it says so (as the cpu backend decides).
       bool listed = true;
       if (node.attrs.contains("trainable") && node.attrs["trainable"].is_array()) {
@@ -55,8 +57,9 @@ Parameters::Parameters(Device& device, const ramjet::ir::Graph& graph, bool half
     p->shape = spec.shape;
     p->count = product(spec.shape);
     p->filter = filter.count(spec.name) > 0;
-    if (p->filter && spec.shape.size() != 4)
-      invalid("graph: #/params/" + spec.name + ": a conv2d kernel is [kh, kw, in, out], got " + shape_string(spec.shape));
+    if (p->filter && spec.shape.size() != 4 && spec.shape.size() != 3)
+      invalid("graph: #/params/" + spec.name + ": a convolution's kernel is [kh, kw, in, out] (conv1d: [k, in, out]), got " +
+              shape_string(spec.shape));
     p->compute_dtype = half && weight.count(spec.name) ? CUDA_R_16F : CUDA_R_32F;
     p->trainable = !trainable.count(spec.name) || trainable[spec.name];
     const size_t bytes = static_cast<size_t>(p->count) * sizeof(float);
@@ -118,7 +121,11 @@ Parameter& Parameters::get(const std::string& name) {
 const void* Parameters::compute(const Parameter& p) const { return p.copy.bytes() ? p.copy.get() : p.value.get(); }
 
 namespace {
-FilterShape filter_shape(const Parameter& p) { return {p.shape[0], p.shape[1], p.shape[2], p.shape[3]}; }
+// conv1d's kernel [k, in, out] is a one-row image kernel [1, k, in, out].
+FilterShape filter_shape(const Parameter& p) {
+  if (p.shape.size() == 3) return {1, p.shape[0], p.shape[1], p.shape[2]};
+  return {p.shape[0], p.shape[1], p.shape[2], p.shape[3]};
+}
 }  // namespace
 
 void Parameters::refresh_copies() {

@@ -4,6 +4,7 @@
 #include "elementwise.hpp"
 
 #include <ramjet/sdk/dtype.hpp>
+#include <cstring>
 #include <ramjet/sdk/tensor.hpp>
 
 namespace cuda_plugin {
@@ -25,27 +26,37 @@ Plan::Plan(Device& device, Parameters& params, const ramjet::ir::Graph& graph, i
     : device_(device), params_(params), graph_(graph), batch_(batch), dtype_(dtype), backward_(backward) {
   const size_t element = element_bytes(dtype);
   size_t largest_io = 0;
-  auto add_value = [&](const std::string& name, const Shape& shape) -> Value& {
+  auto add_value = [&](const std::string& name, const Shape& shape, size_t bytes_each) -> Value& {
     auto v = std::make_unique<Value>();
     v->name = name;
     v->shape = shape;
     v->elements = batch * product(shape);
-    v->data = Buffer(device, static_cast<size_t>(v->elements) * element, "value " + name);
+    v->data = Buffer(device, static_cast<size_t>(v->elements) * bytes_each, "value " + name);
     by_name_[name] = v.get();
     values_.push_back(std::move(v));
     return *values_.back();
   };
   for (const auto& in : graph.inputs) {
-    if (in.dtype.code != kDLFloat)
+    const bool ids = ramjet::same_dtype(in.dtype, ramjet::dtype_of<int32_t>());
+    if (!ids && !ramjet::same_dtype(in.dtype, ramjet::dtype_of<float>()))
       throw ramjet::Error(RAMJET_ERR_UNSUPPORTED, "graph: input '" + in.name + "' is " + ramjet::dtype_name(in.dtype) +
-                                                      "; the cuda backend takes float32 inputs");
-    largest_io = std::max(largest_io, static_cast<size_t>(add_value(in.name, in.shape).elements));
+                                                      "; the cuda backend takes float32 inputs and int32 token IDs");
+    if (ids) {
+      Value& v = add_value(in.name, in.shape, sizeof(int32_t));
+      v.token_ids = true;
+      v.host_ids.resize(static_cast<size_t>(v.elements));
+      continue;
+    }
+    largest_io = std::max(largest_io, static_cast<size_t>(add_value(in.name, in.shape, element).elements));
   }
   for (const auto& node : graph.nodes) {
-    Build build{device, params, batch, dtype, backward, {}, add_value(node.name, node.shape)};
+    Build build{device, params, batch, dtype, backward, {}, add_value(node.name, node.shape, element)};
     for (const auto& name : node.inputs) {
+      const Value& in = *by_name_.at(name);
+      if (in.token_ids && node.op != "embedding")
+        node.fail(RAMJET_ERR_INVALID_ARGUMENT, "input '" + name + "' holds int32 token IDs, which only an embedding reads");
       build.inputs.push_back(by_name_.at(name));
-      build.output.wants_grad |= by_name_.at(name)->wants_grad;
+      build.output.wants_grad |= in.wants_grad;
     }
     LayerFactory make = find_layer(node.op);
     if (make == nullptr) node.fail(RAMJET_ERR_UNSUPPORTED, "the cuda backend does not support op '" + node.op + "'");
@@ -68,6 +79,10 @@ void Plan::load_inputs(ramjet::Example& inputs) {
     if (t == nullptr)
       throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "forward: the inputs have no tensor named '" + spec.name + "'");
     const Shape full = with_batch(batch_, spec.shape);
+    if (by_name_.at(spec.name)->token_ids) {
+      load_ids(*by_name_.at(spec.name), *t, full);
+      continue;
+    }
     if (t->ndim != static_cast<int32_t>(full.size()) || !std::equal(full.begin(), full.end(), t->shape) ||
         t->device.device_type != kDLCPU || !ramjet::same_dtype(t->dtype, ramjet::dtype_of<float>()) ||
         !ramjet::is_contiguous(*t))
@@ -82,6 +97,19 @@ void Plan::load_inputs(ramjet::Example& inputs) {
           "input " + spec.name);
     if (dtype_ == CUDA_R_16F) to_half(staging_.as<float>(), v.data.get(), v.elements, device_.stream());
   }
+}
+
+void Plan::load_ids(Value& v, const DLTensor& t, const Shape& full) {
+  if (t.ndim != static_cast<int32_t>(full.size()) || !std::equal(full.begin(), full.end(), t.shape) ||
+      t.device.device_type != kDLCPU || !ramjet::same_dtype(t.dtype, ramjet::dtype_of<int32_t>()) ||
+      !ramjet::is_contiguous(t))
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "forward: input '" + v.name +
+                                                         "' must be a contiguous int32 CPU tensor of token IDs, shape " +
+                                                         shape_string(full));
+  std::memcpy(v.host_ids.data(), static_cast<const char*>(t.data) + t.byte_offset, v.host_ids.size() * sizeof(int32_t));
+  check(cudaMemcpyAsync(v.data.get(), v.host_ids.data(), v.host_ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
+                        device_.stream()),
+        "cudaMemcpyAsync", "token IDs " + v.name);
 }
 
 void Plan::forward(const Pass& pass) {
@@ -106,13 +134,21 @@ ramjet::Tensor Plan::to_host(const Value& v, const std::string& what) {
   return t;
 }
 
+ramjet::Tensor Plan::ids_tensor(const Value& v) const {
+  const Shape full = with_batch(batch_, v.shape);
+  ramjet::Tensor t = ramjet::Tensor::zeros(ramjet::dtype_of<int32_t>(), std::span<const int64_t>(full));
+  std::memcpy(t.data<int32_t>(), v.host_ids.data(), v.host_ids.size() * sizeof(int32_t));
+  return t;
+}
+
 void Plan::write_outputs(ramjet::Example& outputs) {
   for (const auto& name : graph_.outputs) outputs.set(name, to_host(*by_name_.at(name), "output " + name));
 }
 
 void Plan::run_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, void* user) {
   for (const auto& name : names) {
-    ramjet::Tensor t = to_host(*by_name_.at(name), "tap " + name);
+    const Value& v = *by_name_.at(name);
+    ramjet::Tensor t = v.token_ids ? ids_tensor(v) : to_host(v, "tap " + name);
     // The host's tap keeps its own error details (through `user`); a failure still stops the forward here.
     const ramjet_status status = fn(user, name.c_str(), &t.dl(), nullptr);
     if (status != RAMJET_OK) throw ramjet::Error(status, "forward: the tap on '" + name + "' failed");

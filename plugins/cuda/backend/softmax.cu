@@ -11,14 +11,15 @@ namespace {
 
 // A thread per row: the rows softmax sees here (classes, an attention's keys) are short.
 template <class T>
-__global__ void softmax_forward_kernel(const T* x, T* y, int64_t rows, int64_t width) {
+__global__ void softmax_forward_kernel(const T* x, T* y, int64_t rows, int64_t width, int64_t causal_period) {
   RAMJET_GRID_STRIDE(r, rows) {
     const int64_t base = r * width;
+    const int64_t kept = causal_period > 0 ? r % causal_period + 1 : width;
     float top = -INFINITY;
-    for (int64_t j = 0; j < width; ++j) top = fmaxf(top, load(x, base + j));
+    for (int64_t j = 0; j < kept; ++j) top = fmaxf(top, load(x, base + j));
     float sum = 0.0f;
-    for (int64_t j = 0; j < width; ++j) sum += expf(load(x, base + j) - top);
-    for (int64_t j = 0; j < width; ++j) store(y, base + j, expf(load(x, base + j) - top) / sum);
+    for (int64_t j = 0; j < kept; ++j) sum += expf(load(x, base + j) - top);
+    for (int64_t j = 0; j < width; ++j) store(y, base + j, j < kept ? expf(load(x, base + j) - top) / sum : 0.0f);
   }
 }
 
@@ -34,14 +35,15 @@ __global__ void softmax_backward_kernel(const T* y, const T* dy, T* dx, int64_t 
 
 }  // namespace
 
-void softmax_forward(const void* x, void* y, int64_t rows, int64_t width, cudaDataType_t dtype, cudaStream_t stream) {
+void softmax_forward(const void* x, void* y, int64_t rows, int64_t width, cudaDataType_t dtype, cudaStream_t stream,
+                     int64_t causal_period) {
   if (rows == 0) return;
   if (dtype == CUDA_R_16F)
-    softmax_forward_kernel<<<grid_blocks(rows), kGridThreads, 0, stream>>>(static_cast<const __half*>(x),
-                                                                           static_cast<__half*>(y), rows, width);
+    softmax_forward_kernel<<<grid_blocks(rows), kGridThreads, 0, stream>>>(
+        static_cast<const __half*>(x), static_cast<__half*>(y), rows, width, causal_period);
   else
-    softmax_forward_kernel<<<grid_blocks(rows), kGridThreads, 0, stream>>>(static_cast<const float*>(x),
-                                                                           static_cast<float*>(y), rows, width);
+    softmax_forward_kernel<<<grid_blocks(rows), kGridThreads, 0, stream>>>(
+        static_cast<const float*>(x), static_cast<float*>(y), rows, width, causal_period);
   check(cudaGetLastError(), "softmax kernel launch");
 }
 

@@ -10,7 +10,10 @@
 
 namespace cuda_plugin {
 
-void softmax_forward(const void* x, void* y, int64_t rows, int64_t width, cudaDataType_t dtype, cudaStream_t stream);
+// `causal_period` > 0: row r keeps only its first (r mod causal_period) + 1 entries, the rest 0 — attention's causal
+// mask, where the rows run over query positions (a masked score of −1e9 as Keras adds gives the same 0).
+void softmax_forward(const void* x, void* y, int64_t rows, int64_t width, cudaDataType_t dtype, cudaStream_t stream,
+                     int64_t causal_period = 0);
 void softmax_backward(const void* y, const void* dy, void* dx, int64_t rows, int64_t width, cudaDataType_t dtype,
                       cudaStream_t stream);
 

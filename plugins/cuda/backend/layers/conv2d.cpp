@@ -1,7 +1,8 @@
-// conv2d: Keras Conv2D on an image [H, W, C] (channels last), kernel HWIO on the host and cuDNN's [out, kh, kw, in]
-// in the compute copy (parameters.hpp), bias [filters], on cuDNN (convolution.hpp). cuDNN pads both sides alike;
-// uneven padding ("same" at stride 2 on an even size, or an even kernel) is made explicit: the input is copied
-// into a zero-padded buffer the convolution reads unpadded, and its gradient is that buffer's interior.
+// conv2d: Keras Conv2D on an image [H, W, C] (channels last), and conv1d on a sequence [T, C] as a one-row image;
+// kernel HWIO on the host and cuDNN's [out, kh, kw, in] in the compute copy (parameters.hpp), bias [filters], on
+// cuDNN (convolution.hpp). cuDNN pads both sides alike; uneven padding ("same" at stride 2 on an even size, an
+// even kernel, conv1d's causal padding) is made explicit: the input is copied into a zero-padded buffer the
+// convolution reads unpadded, and its gradient is that buffer's interior.
 #include "../elementwise.hpp"
 #include "../layer.hpp"
 #include "convolution.hpp"
@@ -10,12 +11,17 @@
 namespace cuda_plugin {
 namespace {
 
+// conv1d is the same convolution on its sequence [T, C] seen as a one-row image [1, T, C] (the SDK's geometry).
+bool is_conv1d(const NodeSpec& node) { return node.op == "conv1d"; }
+
 ramjet::ir::ConvGeometry geometry_of(const NodeSpec& node, Build& b) {
-  const ramjet::ir::ConvGeometry g = ramjet::ir::conv_geometry(node, b.only_input(node, 3, "an image [H, W, C]"));
-  if (g.G != 1) node.fail(RAMJET_ERR_UNSUPPORTED, "the cuda backend runs conv2d with groups 1 only");
+  const ramjet::ir::ConvGeometry g =
+      is_conv1d(node) ? ramjet::ir::conv1d_geometry(node, b.only_input(node, 2, "a sequence [T, C]"))
+                     : ramjet::ir::conv_geometry(node, b.only_input(node, 3, "an image [H, W, C]"));
+  if (g.G != 1) node.fail(RAMJET_ERR_UNSUPPORTED, "the cuda backend runs " + node.op + " with groups 1 only");
   if (g.dilation[0] != 1 || g.dilation[1] != 1)
-    node.fail(RAMJET_ERR_UNSUPPORTED, "the cuda backend runs conv2d with dilation 1 only");
-  b.check_output(node, {g.OH, g.OW, g.F});
+    node.fail(RAMJET_ERR_UNSUPPORTED, "the cuda backend runs " + node.op + " with dilation 1 only");
+  b.check_output(node, is_conv1d(node) ? Shape{g.OW, g.F} : Shape{g.OH, g.OW, g.F});
   return g;
 }
 
@@ -39,8 +45,10 @@ class Conv2d : public OneInputLayer {
         geometry_(geometry_of(node, b)), shape_(shape_of(geometry_, b.batch)),
         kernel_(&b.params.get(node.param("kernel"))),
         bias_(node.attr_bool("use_bias", true) ? &b.params.get(node.param("bias")) : nullptr), act_(node, b, false) {
-    if (kernel_->shape != Shape{shape_.kernel_h, shape_.kernel_w, shape_.in_channels, shape_.out_channels})
-      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the kernel must be [kh, kw, in, filters]");
+    const Shape kernel = is_conv1d(node) ? Shape{shape_.kernel_w, shape_.in_channels, shape_.out_channels}
+                                        : Shape{shape_.kernel_h, shape_.kernel_w, shape_.in_channels, shape_.out_channels};
+    if (kernel_->shape != kernel)
+      node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the kernel must be " + ramjet::ir::shape_string(kernel));
     if (bias_ != nullptr && bias_->shape != Shape{shape_.out_channels})
       node.fail(RAMJET_ERR_INVALID_ARGUMENT, "the bias must be [filters]");
     products_ = std::make_unique<ConvolutionProducts>(device_.dnn(), node.name, shape_,

@@ -28,6 +28,11 @@ std::unique_ptr<Layer> make_cropping2d(const NodeSpec&, Build&);
 std::unique_ptr<Layer> make_depth_to_space(const NodeSpec&, Build&);
 std::unique_ptr<Layer> make_resize(const NodeSpec&, Build&);
 std::unique_ptr<Layer> make_conv2d_transpose(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_embedding(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_position_embedding(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_rms_norm(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_matmul(const NodeSpec&, Build&);
+std::unique_ptr<Layer> make_multi_head_attention(const NodeSpec&, Build&);
 
 namespace {
 
@@ -55,6 +60,12 @@ constexpr std::pair<std::string_view, LayerFactory> kLayers[] = {
     {"depth_to_space", &make_depth_to_space},
     {"resize", &make_resize},
     {"conv2d_transpose", &make_conv2d_transpose},
+    {"conv1d", &make_conv2d},
+    {"embedding", &make_embedding},
+    {"position_embedding", &make_position_embedding},
+    {"rms_norm", &make_rms_norm},
+    {"matmul", &make_matmul},
+    {"multi_head_attention", &make_multi_head_attention},
 };
 
 }  // namespace
