@@ -7,6 +7,7 @@
 #include "onednn_harness.hpp"
 #include "onednn_models.hpp"
 #include "ramjet/model/graph.hpp"
+#include "sequence_models.hpp"
 
 #include <gtest/gtest.h>
 
@@ -74,20 +75,6 @@ Ir& transposed_conv(Ir& ir, const std::string& name, const std::string& in, int6
 
 // A manifest `model` section as the core builds it into graph IR, as a run does.
 json graph_of(const json& model) { return ramjet::core::build_graph(model, ramjet::core::Origin{"test.json"}).ir; }
-
-json token_loss() { return {{"type", "sparse_softmax_cross_entropy"}}; }
-
-// Attention's gradients pass through softmax twice over: with small weights they are small against float32's
-// rounding of the loss, so the differences take a wider step over larger weights (a key bias shifts every score of
-// a row alike, so softmax ignores it: its gradient must be zero).
-GradCheck attention_check(const std::string& backend) {
-  GradCheck c;
-  c.backend = backend;
-  c.eps = 1e-2;
-  c.param_scale = 1.0f;
-  c.invariant = {"key/bias"};
-  return c;
-}
 
 }  // namespace
 
@@ -406,25 +393,11 @@ TEST_P(Conformance, SequenceLayerGradientsMatchFiniteDifferences) {
   }
   {
     SCOPED_TRACE("causal self-attention");
-    check_model({{"input", {{"x", {5, 8}}}},
-                 {"layers",
-                  {{{"type", "multi_head_attention"}, {"num_heads", 2}, {"key_dim", 3}, {"value_dim", 4},
-                    {"use_causal_mask", true}},
-                   {{"type", "dense"}, {"units", 5}}}},
-                 {"loss", token_loss()}},
-                11, 5, attention_check(backend()));
+    check_model(causal_attention_model(), 11, 5, attention_check(backend()));
   }
   {
     SCOPED_TRACE("cross-attention");
-    check_model({{"input", {{"q", {4, 6}}, {"v", {5, 7}}, {"k", {5, 3}}}},
-                 {"layers",
-                  {{{"type", "multi_head_attention"}, {"inputs", {"q", "v", "k"}}, {"num_heads", 3}, {"key_dim", 2},
-                    {"output_shape", 9}},
-                   {{"type", "multi_head_attention"}, {"inputs", {"multi_head_attention", "v"}}, {"num_heads", 2},
-                    {"key_dim", 3}, {"use_bias", false}},
-                   {{"type", "dense"}, {"units", 5}}}},
-                 {"loss", token_loss()}},
-                11, 5, attention_check(backend()));
+    check_model(cross_attention_model(), 11, 5, attention_check(backend()));
   }
   {
     SCOPED_TRACE("matmul");
