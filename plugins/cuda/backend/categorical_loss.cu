@@ -12,14 +12,19 @@ namespace {
 constexpr int kReduceThreads = 256;
 
 // A row's arg-max (the first), its maximum and Σ exp(x − max).
+struct RowTerms {
+  int64_t best;
+  float top, sum;
+};
+
 template <class T>
-__device__ void row_softmax_terms(const T* x, int64_t classes, int64_t& best, float& top, float& sum) {
-  best = 0;
+__device__ RowTerms row_softmax_terms(const T* x, int64_t classes) {
+  RowTerms t{0, 0.0f, 0.0f};
   for (int64_t j = 1; j < classes; ++j)
-    if (load(x, j) > load(x, best)) best = j;
-  top = load(x, best);
-  sum = 0.0f;
-  for (int64_t j = 0; j < classes; ++j) sum += expf(load(x, j) - top);
+    if (load(x, j) > load(x, t.best)) t.best = j;
+  t.top = load(x, t.best);
+  for (int64_t j = 0; j < classes; ++j) t.sum += expf(load(x, j) - t.top);
+  return t;
 }
 
 template <class T>
@@ -28,10 +33,8 @@ __global__ void categorical_rows_kernel(const T* logits, const float* targets, i
   RAMJET_GRID_STRIDE(r, rows) {
     const T* x = logits + r * classes;
     const float* y = targets + r * classes;
-    int64_t best;
-    float top, sum;
-    row_softmax_terms(x, classes, best, top, sum);
-    const double lse = static_cast<double>(top) + log(static_cast<double>(sum));
+    const RowTerms t = row_softmax_terms(x, classes);
+    const double lse = static_cast<double>(t.top) + log(static_cast<double>(t.sum));
     double total = 0.0;
     int64_t wanted = 0;
     for (int64_t j = 0; j < classes; ++j) {
@@ -40,7 +43,7 @@ __global__ void categorical_rows_kernel(const T* logits, const float* targets, i
       if (y[j] > y[wanted]) wanted = j;
     }
     row_loss[r] = static_cast<float>(total);
-    row_hit[r] = best == wanted;
+    row_hit[r] = t.best == wanted;
   }
 }
 
@@ -69,14 +72,12 @@ __global__ void categorical_gradient_kernel(const T* logits, const float* target
   RAMJET_GRID_STRIDE(r, rows) {
     const T* x = logits + r * classes;
     const float* y = targets + r * classes;
-    int64_t best;
-    float top, sum;
-    row_softmax_terms(x, classes, best, top, sum);
+    const RowTerms t = row_softmax_terms(x, classes);
     const float uniform = smoothing / static_cast<float>(classes);
     float total = 0.0f;
     for (int64_t j = 0; j < classes; ++j) total += (1.0f - smoothing) * y[j] + uniform;
     for (int64_t j = 0; j < classes; ++j) {
-      const float p = expf(load(x, j) - top) / sum;
+      const float p = expf(load(x, j) - t.top) / t.sum;
       store(dlogits, r * classes + j, (p * total - ((1.0f - smoothing) * y[j] + uniform)) * s);
     }
   }
