@@ -16,7 +16,9 @@ struct Exec {
 
   // dnnl::primitive::execute copies the argument map into a new vector on every call; this reuses one buffer per
   // thread, so a steady-state step allocates nothing.
-  void run(const dnnl::primitive& primitive, const Args& args) const {
+  void run(const dnnl::primitive& primitive, const Args& args) const { run_on(stream, primitive, args); }
+  // The same on another stream: a chunk of the batch on its thread's own (batch_chunks.hpp).
+  static void run_on(dnnl::stream& stream, const dnnl::primitive& primitive, const Args& args) {
     thread_local std::vector<dnnl_exec_arg_t> c_args;
     c_args.clear();
     for (const auto& [arg, memory] : args) c_args.push_back({arg, memory.get()});

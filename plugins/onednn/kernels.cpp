@@ -8,6 +8,10 @@ namespace onednn {
 namespace {
 // Below this many elements a parallel region costs more than it saves.
 constexpr size_t kParallelMin = 1 << 15;
+// Elements a thread takes at a time in the loops below: handed to whichever thread is free, so one that shares its
+// CPU with another process does less (batch_chunks.hpp), and large enough (64 KiB of float32) that handing out
+// costs nothing beside the work. Every element is computed alone, so the results do not depend on who takes what.
+constexpr int kElementsPerHandout = 1 << 14;
 
 inline uint64_t mix(uint64_t z) {  // SplitMix64's finaliser: a counter-based generator, so any thread can draw any element
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -21,7 +25,7 @@ inline bool is_bf16(const dnnl::memory& m) { return m.get_desc().data_type() == 
 
 void add_halves(uint16_t* dst, const uint16_t* src, size_t n) {
   const int64_t m = static_cast<int64_t>(n);
-#pragma omp parallel for simd if (n >= kParallelMin) schedule(static)
+#pragma omp parallel for simd if (n >= kParallelMin) schedule(dynamic, kElementsPerHandout)
   for (int64_t i = 0; i < m; ++i) dst[i] = narrow(widen(dst[i]) + widen(src[i]));
 }
 
@@ -38,7 +42,7 @@ void dropout_halves(uint16_t* dst, const uint16_t* src, size_t n, float rate, ui
   const float scale = 1.0f / (1.0f - rate);
   const DropoutMask mask(rate, seed, salt);
   const int64_t m = static_cast<int64_t>(n);
-#pragma omp parallel for simd if (n >= kParallelMin) schedule(static)
+#pragma omp parallel for simd if (n >= kParallelMin) schedule(dynamic, kElementsPerHandout)
   for (int64_t i = 0; i < m; ++i) dst[i] = mask.keep(i) ? narrow(widen(src[i]) * scale) : uint16_t{0};
 }
 }  // namespace
@@ -51,14 +55,14 @@ void copy_floats(float* dst, const float* src, size_t n) {
 
 void add_floats(float* dst, const float* src, size_t n) {
   const int64_t m = static_cast<int64_t>(n);
-#pragma omp parallel for simd if (n >= kParallelMin) schedule(static)
+#pragma omp parallel for simd if (n >= kParallelMin) schedule(dynamic, kElementsPerHandout)
   for (int64_t i = 0; i < m; ++i) dst[i] += src[i];
 }
 
 bool all_finite(const float* x, size_t n) {
   const int64_t m = static_cast<int64_t>(n);
   int bad = 0;
-#pragma omp parallel for reduction(| : bad) if (n >= kParallelMin) schedule(static)
+#pragma omp parallel for reduction(| : bad) if (n >= kParallelMin) schedule(dynamic, kElementsPerHandout)
   for (int64_t i = 0; i < m; ++i) bad |= !std::isfinite(x[i]);
   return bad == 0;
 }
@@ -67,7 +71,7 @@ void dropout_apply(float* dst, const float* src, size_t n, float rate, uint64_t 
   const float scale = 1.0f / (1.0f - rate);
   const DropoutMask mask(rate, seed, salt);
   const int64_t m = static_cast<int64_t>(n);
-#pragma omp parallel for simd if (n >= kParallelMin) schedule(static)
+#pragma omp parallel for simd if (n >= kParallelMin) schedule(dynamic, kElementsPerHandout)
   for (int64_t i = 0; i < m; ++i) dst[i] = mask.keep(i) ? src[i] * scale : 0.0f;
 }
 
@@ -89,10 +93,10 @@ void convert_memory(const dnnl::memory& dst, const dnnl::memory& src, bool accum
     const float* s = floats(src);
     const int64_t m = static_cast<int64_t>(half_count(dst));
     if (accumulate) {
-#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(static)
+#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(dynamic, kElementsPerHandout)
       for (int64_t i = 0; i < m; ++i) d[i] = narrow(widen(d[i]) + s[i]);
     } else {
-#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(static)
+#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(dynamic, kElementsPerHandout)
       for (int64_t i = 0; i < m; ++i) d[i] = narrow(s[i]);
     }
     return;
@@ -101,10 +105,10 @@ void convert_memory(const dnnl::memory& dst, const dnnl::memory& src, bool accum
   const uint16_t* s = halves(src);
   const int64_t m = static_cast<int64_t>(float_count(dst));
   if (accumulate) {
-#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(static)
+#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(dynamic, kElementsPerHandout)
     for (int64_t i = 0; i < m; ++i) d[i] += widen(s[i]);
   } else {
-#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(static)
+#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(dynamic, kElementsPerHandout)
     for (int64_t i = 0; i < m; ++i) d[i] = widen(s[i]);
   }
 }

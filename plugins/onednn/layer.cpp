@@ -48,4 +48,9 @@ void LayerBuilder::use_scratchpad(const dnnl::primitive_desc_base& pd, Args& arg
   scratchpad_users_.push_back(&args);
 }
 
+void LayerBuilder::use_lane_scratchpad(const dnnl::primitive_desc_base& pd, Args& args, int lane) {
+  lane_scratchpad_bytes_ = std::max(lane_scratchpad_bytes_, pd.scratchpad_desc().get_size());
+  lane_scratchpad_users_.emplace_back(&args, lane);
+}
+
 }  // namespace onednn

@@ -7,6 +7,8 @@
 #include "arena.hpp"
 #include "value.hpp"
 
+#include <omp.h>
+
 #include <memory>
 
 namespace onednn {
@@ -26,10 +28,13 @@ class LayerBuilder {
  public:
   LayerBuilder(const dnnl::engine& engine, int64_t batch, const CompileOptions& options, bool backward,
                class ParameterStore& params, ArenaCursor& arena)
-      : engine_(engine), batch_(batch), options_(options), backward_(backward), params_(params), arena_(arena) {}
+      : engine_(engine), batch_(batch), options_(options), backward_(backward), params_(params), arena_(arena),
+        threads_(omp_get_max_threads()) {}
 
   const dnnl::engine& engine() const { return engine_; }
   int64_t batch() const { return batch_; }
+  // The threads the plan is built for and runs on (its ThreadScope's).
+  int threads() const { return threads_; }
   dt compute_type() const { return options_.compute_type(); }
   // A value's descriptor in the compute type: its layout, read by a layer that takes whatever layout it gets (the
   // edge converts a float32 graph input or softmax output to bf16).
@@ -70,6 +75,9 @@ class LayerBuilder {
   // Primitive attributes with a user-managed scratchpad; register every primitive built with them.
   dnnl::primitive_attr attr() const;
   void use_scratchpad(const dnnl::primitive_desc_base& pd, Args& args);
+  // The same for a primitive that runs on thread `lane` (below threads()) while the others run theirs: each lane
+  // has a scratchpad of its own.
+  void use_lane_scratchpad(const dnnl::primitive_desc_base& pd, Args& args, int lane);
 
   // For the plan.
   // With a `fused_activation` the node's one reader, an activation of that name, is done by this layer too:
@@ -86,6 +94,8 @@ class LayerBuilder {
   bool relu_follows() const { return fused_activation_ == "relu"; }
   size_t scratchpad_bytes() const { return scratchpad_bytes_; }
   const std::vector<Args*>& scratchpad_users() const { return scratchpad_users_; }
+  size_t lane_scratchpad_bytes() const { return lane_scratchpad_bytes_; }
+  const std::vector<std::pair<Args*, int>>& lane_scratchpad_users() const { return lane_scratchpad_users_; }
 
  private:
   const dnnl::engine& engine_;
@@ -98,8 +108,11 @@ class LayerBuilder {
   std::vector<Value*> inputs_;
   Value* output_ = nullptr;
   std::string fused_activation_;
+  int threads_;
   size_t scratchpad_bytes_ = 0;
   std::vector<Args*> scratchpad_users_;
+  size_t lane_scratchpad_bytes_ = 0;
+  std::vector<std::pair<Args*, int>> lane_scratchpad_users_;
 };
 
 }  // namespace onednn

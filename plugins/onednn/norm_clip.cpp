@@ -222,14 +222,17 @@ int64_t run_offset(const ChannelRuns& r, int64_t group, int64_t example) {
 
 bool parallel(const ChannelRuns& r) { return r.groups() * r.lanes * r.count() >= kParallelMin; }
 
-// Calls run(group, example) for every run, split evenly over the threads, in the order the runs lie in memory or
-// in its reverse. Two passes over a tensor larger than the cache go one way and then the other, so that the second
+// Runs a thread takes at a time: at least a few thousand values, so the handout costs nothing beside them.
+constexpr int kRunsPerHandout = 4;
+
+// Calls run(group, example) for every run, a few runs at a time to whichever thread is free (a thread sharing its
+// CPU with another process takes fewer), in the order the runs lie in memory or in its reverse. Two passes over a tensor larger than the cache go one way and then the other, so that the second
 // starts where the first ended, on what the cache still holds (and the first pass starts at the end its producer
 // wrote last).
 template <class Run>
 void for_each_run(const ChannelRuns& r, bool reverse, Run run) {
   const int64_t groups = r.groups(), total = groups * r.examples;
-#pragma omp parallel for schedule(static) if (parallel(r))
+#pragma omp parallel for schedule(dynamic, kRunsPerHandout) if (parallel(r))
   for (int64_t i = 0; i < total; ++i) {
     const int64_t j = reverse ? total - 1 - i : i;
     run(j % groups, j / groups);

@@ -150,6 +150,13 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
   // One scratchpad for every primitive: they run one at a time, and at any step.
   scratchpad_ = cursor.place_apart(md({static_cast<int64_t>(std::max<size_t>(builder.scratchpad_bytes(), 1))}, dt::u8, tag::a));
   for (Args* args : builder.scratchpad_users()) (*args)[DNNL_ARG_SCRATCHPAD] = scratchpad_;
+  // And one for each thread that runs a chunk of the batch beside the others (batch_chunks.hpp).
+  if (!builder.lane_scratchpad_users().empty()) {
+    const md lane_desc({static_cast<int64_t>(std::max<size_t>(builder.lane_scratchpad_bytes(), 1))}, dt::u8, tag::a);
+    for (int lane = 0; lane < builder.threads(); ++lane) lane_scratchpads_.push_back(cursor.place_apart(lane_desc));
+    for (const auto& [args, lane] : builder.lane_scratchpad_users())
+      (*args)[DNNL_ARG_SCRATCHPAD] = lane_scratchpads_.at(static_cast<size_t>(lane));
+  }
   arena_bytes_ = cursor.used();
 }
 

@@ -71,6 +71,7 @@ class Plan {
   std::vector<std::pair<std::string, HostCopy>> taps_;
   std::set<std::string> absorbed_;  // batch norms fused with their activation: their output never exists alone
   dnnl::memory scratchpad_;
+  std::vector<dnnl::memory> lane_scratchpads_;  // one per thread, for layers that run chunks of the batch
   size_t arena_bytes_ = 0;
 };
 

@@ -6,6 +6,7 @@
 #include "../layout.hpp"
 #include "../weights.hpp"
 #include "activation.hpp"
+#include "conv2d_choice.hpp"
 #include "layer_skeletons.hpp"
 #include "registry.hpp"
 
@@ -14,32 +15,6 @@
 
 namespace onednn {
 namespace {
-
-// The largest output map (rows x columns) whose bf16 weight gradient runs in float32; see f32_weight_gradient_pays.
-constexpr int64_t kF32WeightGradientMaxOutputPositions = 49;
-
-bool is_reference(const dnnl::primitive_desc_base& pd) { return std::string_view(pd.impl_info_str()).starts_with("ref"); }
-
-// Winograd's F(4x4, 3x3) does a 3x3 stride-1 float32 convolution's forward, backward-data and backward-weights
-// with fewer multiplications. Measured on oneDNN 2.6, AVX-512, batch 128, 2 threads (the ResNet of bench/train):
-// 1.3-1.9x faster from 32 channels in and out, but 3-4x slower for a one-channel stem, so only wide convolutions
-// take it. Inference keeps direct convolution: its forward-only kernel (brgconv) was 3x faster than Winograd's
-// on the CNN's 32 -> 64 channel layer at batch 256. The rounding differs from direct convolution's within
-// float32's tolerance, as cuDNN's Winograd does.
-bool winograd_pays(const ConvGeometry& g, dt type, bool sequence, bool training) {
-  return training && !sequence && type == dt::f32 && g.G == 1 && g.kernel == std::vector<int64_t>{3, 3} &&
-         g.strides == std::vector<int64_t>{1, 1} && g.dilation == std::vector<int64_t>{1, 1} && g.C >= 16 && g.F >= 16;
-}
-
-// oneDNN 2.6's AMX backward-weights kernel for bf16 is slow where the output map is small; there the float32
-// kernel, fed float32 copies of the input and of the output's gradient, is faster, copies included. The weight
-// gradient is float32 either way; only the products' rounding differs (float32's is finer). Measured on the
-// 2-core Xeon (AMX), batch 128, 2 threads, the ResNet of bench/train's shapes (float32 time with the copies over
-// bf16's): 0.41-0.64 at 7x7 outputs, 0.92-1.01 at 14x14, 1.6-3.9 at 28x28 — so 7x7 and smaller only.
-bool f32_weight_gradient_pays(const ConvGeometry& g, const dnnl::primitive_desc_base& bf16_weights_pd) {
-  if (!std::string_view(bf16_weights_pd.impl_info_str()).ends_with("amx_bf16")) return false;
-  return g.OH * g.OW <= kF32WeightGradientMaxOutputPositions;
-}
 
 class Conv2D : public WeightedLayer {
  public:
@@ -185,6 +160,7 @@ class Conv2D : public WeightedLayer {
 }  // namespace
 
 std::unique_ptr<Layer> make_conv2d(const NodeSpec& node, LayerBuilder& builder) {
+  if (auto chunked = make_chunked_conv2d(node, builder)) return chunked;
   return std::make_unique<Conv2D>(node, builder);
 }
 

@@ -15,6 +15,8 @@ LayerFactory find_layer(std::string_view op);
 std::vector<std::string> supported_ops();
 
 std::unique_ptr<Layer> make_conv2d(const NodeSpec&, LayerBuilder&);
+// conv2d over chunks of the batch (conv2d_chunked.cpp) where that applies; null elsewhere.
+std::unique_ptr<Layer> make_chunked_conv2d(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_dense(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_max_pool(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_avg_pool(const NodeSpec&, LayerBuilder&);

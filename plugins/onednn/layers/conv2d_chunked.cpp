@@ -1,0 +1,238 @@
+// conv2d over a batch cut into chunks of examples (batch_chunks.hpp): the convolution of conv2d.cpp, with each
+// chunk's forward, backward-weights and backward-data run by one thread on primitives built for one thread, and
+// the weight gradient summed over the chunks in chunk order. Used where the plan has more than one thread, the
+// batch cuts into equal chunks, and the one-thread primitives are JIT kernels whose layouts keep the examples
+// apart; elsewhere (one thread, other batches, a conv1d, the float32 weight gradient of bf16 maps, a reference
+// kernel) conv2d.cpp builds its whole-batch layer.
+#include "../batch_chunks.hpp"
+#include "../edge.hpp"
+#include "../layout.hpp"
+#include "../thread_scope.hpp"
+#include "../weights.hpp"
+#include "activation.hpp"
+#include "conv2d_choice.hpp"
+#include "registry.hpp"
+
+#include <optional>
+
+namespace onednn {
+namespace {
+
+// The primitives of one chunk, built before anything of the layer is, so that a convolution they do not suit
+// leaves the builder untouched for conv2d.cpp's layer.
+struct ChunkConvPrimitives {
+  int64_t examples = 0, chunks = 0;
+  dnnl::convolution_forward::primitive_desc forward;
+  dnnl::convolution_backward_weights::primitive_desc weights;  // a training plan's
+  dnnl::convolution_backward_data::primitive_desc data;        // where the input needs a gradient
+};
+
+std::optional<ChunkConvPrimitives> chunk_conv_primitives(const NodeSpec& node, const LayerBuilder& b,
+                                                         const ConvGeometry& g, const PostActivation& act) {
+  ChunkConvPrimitives p;
+  p.examples = chunk_examples(b.batch(), b.threads());
+  if (p.examples == 0) return std::nullopt;
+  p.chunks = b.batch() / p.examples;
+  const int64_t M = p.examples, C = g.C, F = g.F;
+  const dt type = b.compute_type();
+  const bool use_bias = node.attr_bool("use_bias", true);
+  const md bias_md = use_bias ? row_major_md({F}) : md();
+  const dnnl::memory::dims wdims = hwio_kernel_md(g.kernel[0], g.kernel[1], C, F, g.G, dt::f32).dims();
+  const dnnl::memory::dims strides{g.strides[0], g.strides[1]}, dilates{g.dilation[0] - 1, g.dilation[1] - 1},
+      pad_l{g.padding[0], g.padding[2]}, pad_r{g.padding[1], g.padding[3]};
+  const md wei_any(wdims, type, tag::any), diff_wei_any(wdims, dt::f32, tag::any);
+
+  ThreadScope one(1);  // each chunk runs on one thread: lay the kernels out for one
+  dnnl::primitive_attr attr = b.attr();
+  act.add_to(attr);
+  const bool winograd = winograd_pays(g, type, false, b.backward());
+  auto forward_pd = [&](tag image_tag, dnnl::algorithm a) {
+    const md src({M, C, g.H, g.W}, type, image_tag), dst({M, F, g.OH, g.OW}, type, image_tag);
+    return dnnl::convolution_forward::primitive_desc(
+        {b.forward_kind(), a, src, wei_any, bias_md, dst, strides, dilates, pad_l, pad_r}, attr, b.engine());
+  };
+  // As conv2d.cpp: Winograd where it pays and oneDNN has it, direct otherwise; a one-channel output plain nhwc
+  // where oneDNN has a kernel for that.
+  auto with_algorithm = [&](auto make) {
+    if (winograd) try {
+        return make(dnnl::algorithm::convolution_winograd);
+      } catch (const dnnl::error&) {
+      }
+    return make(dnnl::algorithm::convolution_direct);
+  };
+  try {
+    const tag image_tag = F == 1 ? tag::nhwc : tag::any;
+    p.forward = with_algorithm([&](dnnl::algorithm a) { return forward_pd(image_tag, a); });
+    if (image_tag == tag::nhwc && is_reference(p.forward))
+      p.forward = with_algorithm([&](dnnl::algorithm a) { return forward_pd(tag::any, a); });
+    if (is_reference(p.forward)) return std::nullopt;
+    const md src = p.forward.src_desc(), dst = p.forward.dst_desc();
+    if (!batch_outermost(src) || !batch_outermost(dst)) return std::nullopt;
+    if (!b.backward()) return p;
+
+    p.weights = with_algorithm([&](dnnl::algorithm a) {
+      return dnnl::convolution_backward_weights::primitive_desc(
+          {a, src, diff_wei_any, bias_md, dst, strides, dilates, pad_l, pad_r}, b.attr(), b.engine(), p.forward);
+    });
+    if (is_reference(p.weights) || p.weights.src_desc() != src || p.weights.diff_dst_desc() != dst ||
+        (type == dt::bf16 && f32_weight_gradient_pays(g, p.weights)))
+      return std::nullopt;
+    if (!b.input(0).needs_grad) return p;
+    p.data = with_algorithm([&](dnnl::algorithm a) {
+      return dnnl::convolution_backward_data::primitive_desc(
+          {a, src, wei_any, dst, strides, dilates, pad_l, pad_r}, b.attr(), b.engine(), p.forward);
+    });
+    if (is_reference(p.data) || p.data.diff_src_desc() != src || p.data.diff_dst_desc() != dst) return std::nullopt;
+    return p;
+  } catch (const dnnl::error&) {
+    return std::nullopt;  // conv2d.cpp's layer builds it, or says why it cannot
+  }
+}
+
+class ChunkedConv2D : public Layer {
+ public:
+  ChunkedConv2D(const NodeSpec& node, LayerBuilder& b, const ConvGeometry& g, PostActivation act,
+                const ChunkConvPrimitives& p)
+      : act_(std::move(act)), chunks_(p.chunks), lanes_(static_cast<size_t>(b.threads())) {
+    const int64_t N = b.batch(), C = g.C, F = g.F;
+    b.check_shape(Shape{g.OH, g.OW, F});
+    Param& kernel = b.param("kernel", Shape{g.kernel[0], g.kernel[1], C / g.G, F});
+    Param* bias = node.attr_bool("use_bias", true) ? &b.param("bias", {F}) : nullptr;
+    const md keras_kernel = hwio_kernel_md(g.kernel[0], g.kernel[1], C, F, g.G, dt::f32);
+    out_ = &b.output();
+    const md src = p.forward.src_desc(), dst = p.forward.dst_desc();
+    src_bytes_ = src.get_size();
+    dst_bytes_ = dst.get_size();
+
+    in_ = Edge(b, b.input(0), with_batch(src, N));
+    dst_ = act_.finish(b, with_batch(dst, N));
+    kernel_ = WeightsView(b, kernel, keras_kernel);
+    const dnnl::memory forward_weights = kernel_.compute(p.forward.weights_desc());
+    const bool weights = b.backward(), data = weights && in_.needs_grad();
+    {
+      ThreadScope one(1);  // the kernels for the one thread that runs a chunk, as their descriptors were
+      forward_ = dnnl::convolution_forward(p.forward);
+      if (weights) backward_weights_ = dnnl::convolution_backward_weights(p.weights);
+      if (data) backward_data_ = dnnl::convolution_backward_data(p.data);
+    }
+    dnnl::memory data_weights;
+    if (weights) {
+      kernel_grad_ = GradSink(b, kernel, keras_kernel, p.weights.diff_weights_desc());
+      if (bias) bias_grad_ = GradSink(b, *bias, row_major_md({F}), p.weights.diff_bias_desc());
+      for (int64_t c = 0; c < chunks_; ++c) {  // filled and read within one backward
+        kernel_parts_.push_back(b.transient_grad(p.weights.diff_weights_desc()));
+        if (bias) bias_parts_.push_back(b.transient_grad(p.weights.diff_bias_desc()));
+      }
+    }
+    if (data) data_weights = kernel_.compute(p.data.weights_desc());
+
+    // Each lane's views of its current chunk; their handles move to the chunk a thread takes.
+    const dnnl::engine& engine = b.engine();
+    for (size_t i = 0; i < lanes_.size(); ++i) {
+      Lane& lane = lanes_[i];
+      lane.stream = dnnl::stream(engine);
+      lane.src = dnnl::memory(src, engine, DNNL_MEMORY_NONE);
+      lane.dst = dnnl::memory(dst, engine, DNNL_MEMORY_NONE);
+      lane.forward_args = {{DNNL_ARG_SRC, lane.src}, {DNNL_ARG_WEIGHTS, forward_weights}, {DNNL_ARG_DST, lane.dst}};
+      if (bias) lane.forward_args[DNNL_ARG_BIAS] = bias->value;
+      b.use_lane_scratchpad(p.forward, lane.forward_args, static_cast<int>(i));
+      if (weights) {
+        lane.diff_weights = dnnl::memory(p.weights.diff_weights_desc(), engine, DNNL_MEMORY_NONE);
+        lane.weights_args = {{DNNL_ARG_SRC, lane.src}, {DNNL_ARG_DIFF_DST, lane.dst},
+                             {DNNL_ARG_DIFF_WEIGHTS, lane.diff_weights}};
+        if (bias) {
+          lane.diff_bias = dnnl::memory(p.weights.diff_bias_desc(), engine, DNNL_MEMORY_NONE);
+          lane.weights_args[DNNL_ARG_DIFF_BIAS] = lane.diff_bias;
+        }
+        b.use_lane_scratchpad(p.weights, lane.weights_args, static_cast<int>(i));
+      }
+      if (data) {
+        lane.diff_src = dnnl::memory(src, engine, DNNL_MEMORY_NONE);
+        lane.data_args = {{DNNL_ARG_DIFF_DST, lane.dst}, {DNNL_ARG_WEIGHTS, data_weights},
+                          {DNNL_ARG_DIFF_SRC, lane.diff_src}};
+        b.use_lane_scratchpad(p.data, lane.data_args, static_cast<int>(i));
+      }
+    }
+  }
+
+  void forward(const Exec& exec) override {
+    in_.forward(exec);
+    kernel_.refresh(exec);
+    char* src = static_cast<char*>(in_.mem().get_data_handle());
+    char* dst = static_cast<char*>(dst_.get_data_handle());
+    for_each_chunk(chunks_, lane_count(), [&](int64_t c, int i) {
+      Lane& lane = lanes_[static_cast<size_t>(i)];
+      lane.src.set_data_handle(src + c * src_bytes_);
+      lane.dst.set_data_handle(dst + c * dst_bytes_);
+      Exec::run_on(lane.stream, forward_, lane.forward_args);
+    });
+    act_.forward(exec);
+  }
+
+  void backward(const Exec& exec) override {
+    read_diff(*out_);
+    char* diff = static_cast<char*>(act_.backward(exec, out_->diff).get_data_handle());
+    char* src = static_cast<char*>(in_.mem().get_data_handle());
+    // The `dst` views carry the output's gradient here.
+    for_each_chunk(chunks_, lane_count(), [&](int64_t c, int i) {
+      Lane& lane = lanes_[static_cast<size_t>(i)];
+      lane.src.set_data_handle(src + c * src_bytes_);
+      lane.dst.set_data_handle(diff + c * dst_bytes_);
+      lane.diff_weights.set_data_handle(kernel_parts_[static_cast<size_t>(c)].get_data_handle());
+      if (bias_grad_) lane.diff_bias.set_data_handle(bias_parts_[static_cast<size_t>(c)].get_data_handle());
+      Exec::run_on(lane.stream, backward_weights_, lane.weights_args);
+    });
+    sum_in_order(kernel_parts_, kernel_grad_.target(exec), lane_count());
+    kernel_grad_.commit(exec);
+    if (bias_grad_) {
+      sum_in_order(bias_parts_, bias_grad_.target(exec), lane_count());
+      bias_grad_.commit(exec);
+    }
+
+    if (!in_.needs_grad()) return;  // e.g. the first layer: no one wants d loss / d image
+    kernel_.refresh(exec);
+    char* diff_src = static_cast<char*>(in_.begin_diff().get_data_handle());
+    for_each_chunk(chunks_, lane_count(), [&](int64_t c, int i) {
+      Lane& lane = lanes_[static_cast<size_t>(i)];
+      lane.dst.set_data_handle(diff + c * dst_bytes_);
+      lane.diff_src.set_data_handle(diff_src + c * src_bytes_);
+      Exec::run_on(lane.stream, backward_data_, lane.data_args);
+    });
+    in_.end_diff(exec);
+  }
+
+ private:
+  struct Lane {  // one thread's
+    dnnl::stream stream;
+    dnnl::memory src, dst, diff_src, diff_weights, diff_bias;
+    Args forward_args, weights_args, data_args;
+  };
+  int lane_count() const { return static_cast<int>(lanes_.size()); }
+
+  Edge in_;
+  Value* out_ = nullptr;
+  PostActivation act_;
+  dnnl::memory dst_;
+  WeightsView kernel_;
+  GradSink kernel_grad_, bias_grad_;
+  dnnl::convolution_forward forward_;
+  dnnl::convolution_backward_weights backward_weights_;
+  dnnl::convolution_backward_data backward_data_;
+  int64_t chunks_;
+  size_t src_bytes_ = 0, dst_bytes_ = 0;  // one chunk's
+  std::vector<dnnl::memory> kernel_parts_, bias_parts_;  // each chunk's weight gradient
+  std::vector<Lane> lanes_;  // sized once: the builder keeps pointers to their argument maps
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_chunked_conv2d(const NodeSpec& node, LayerBuilder& b) {
+  if (node.op != "conv2d" || b.input_count() != 1 || b.input(0).shape.size() != 3) return nullptr;
+  const ConvGeometry g = conv_geometry(node, b.input(0).shape);
+  PostActivation act(activation_spec(node.attr_string("activation", "linear"), node));
+  const auto primitives = chunk_conv_primitives(node, b, g, act);
+  if (!primitives) return nullptr;
+  return std::make_unique<ChunkedConv2D>(node, b, g, std::move(act), *primitives);
+}
+
+}  // namespace onednn

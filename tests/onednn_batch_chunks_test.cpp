@@ -1,0 +1,140 @@
+// The cpu backend's convolutions over a batch cut into chunks of examples (plugins/onednn/batch_chunks.hpp): with
+// two threads and a batch of 32, each convolution runs as two chunks of 16 taken by whichever thread is free. Its
+// outputs and gradients must be those of the whole batch on one thread (within float32's reduction-order
+// tolerance), and the same bits from run to run and step to step whichever thread took which chunk.
+#include "onednn_harness.hpp"
+#include "onednn_models.hpp"
+#include "test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+
+using namespace ramjet::test::cpu_backend;
+
+namespace {
+
+// Every kind of convolution the chunked layer takes: a one-channel stem, a 16 -> 16 3x3 (Winograd in float32), a
+// stride-2 one with Keras's uneven "same" padding, a 1x1 without bias, and a depthwise one.
+json chunked_convolution_graph() {
+  return Ir()
+      .input("x", {12, 12, 1})
+      .conv("stem", "x", 1, {12, 12, 16},
+            {{"filters", 16}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "relu"}})
+      .conv("wide", "stem", 16, {12, 12, 16},
+            {{"filters", 16}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "tanh"}})
+      .conv("down", "wide", 16, {6, 6, 32},
+            {{"filters", 32}, {"kernel", {3, 3}}, {"strides", {2, 2}}, {"padding", {0, 1, 0, 1}}})
+      .conv("depthwise", "down", 32, {6, 6, 32},
+            {{"filters", 32}, {"kernel", {3, 3}}, {"groups", 32}, {"padding", {1, 1, 1, 1}}, {"activation", "relu"}})
+      .conv("point", "depthwise", 32, {6, 6, 8}, {{"filters", 8}, {"kernel", {1, 1}}, {"use_bias", false}})
+      .node("flat", "flatten", {"point"}, {288})
+      .dense("fc", "flat", 288, 3)
+      .classifier("fc");
+}
+
+struct ChunkStepResult {
+  Status compiled;
+  std::vector<float> logits;
+  std::map<std::string, std::vector<float>> gradients;
+};
+
+// Two training steps of the graph from the same parameters and batches; the second step's logits and gradients
+// (after one update, so the weights' copies in the primitives' layouts were refreshed).
+ChunkStepResult two_chunk_steps(const json& config, const char* precision) {
+  const json g = chunked_convolution_graph();
+  ChunkStepResult r;
+  Harness h(config);
+  json options = adam_options(32);
+  options["precision"] = precision;
+  const Status compiled = h.compile(g, options);
+  r.compiled = compiled;
+  if (!compiled.ok()) return r;
+  Example params = random_params(g, 41, 0.3f);
+  EXPECT_TRUE(h.set_state("parameters", params).ok());
+  for (uint32_t step = 1; step <= 2; ++step) {
+    std::mt19937 rng(100 + step);
+    Example batch = separable_batch(32, {12, 12, 1}, rng), out;
+    const Status f = h.forward(batch, out, true);
+    EXPECT_TRUE(f.ok()) << f.message;
+    EXPECT_TRUE(h.backward().ok());
+    if (step == 2) {
+      r.logits = values(out, "fc");
+      Example grads = h.state("gradients");
+      for (const auto& [name, spec] : g["params"].items()) r.gradients[name] = values(grads, name);
+    } else {
+      EXPECT_TRUE(h.update(step, 0.01f).ok());
+    }
+  }
+  return r;
+}
+
+void expect_chunk_steps_close(const ChunkStepResult& got, const ChunkStepResult& want, double tol) {
+  expect_near_all(got.logits, want.logits, tol, "logits");
+  for (const auto& [name, values] : want.gradients) expect_near_all(got.gradients.at(name), values, tol, name.c_str());
+}
+
+}  // namespace
+
+TEST(OnednnBatchChunks, ConvolutionsInChunksMatchTheWholeBatchOnOneThread) {
+  const ChunkStepResult chunked = two_chunk_steps(json{{"threads", 2}}, "float32");
+  ASSERT_TRUE(chunked.compiled.ok()) << chunked.compiled.message;
+  const ChunkStepResult whole = two_chunk_steps(kOneThread, "float32");
+  ASSERT_EQ(chunked.gradients.size(), whole.gradients.size());
+  expect_chunk_steps_close(chunked, whole, 2e-4);
+  // The same bits again, whichever thread took which chunk this time.
+  const ChunkStepResult again = two_chunk_steps(json{{"threads", 2}}, "float32");
+  EXPECT_EQ(again.logits, chunked.logits);
+  EXPECT_EQ(again.gradients, chunked.gradients);
+}
+
+TEST(OnednnBatchChunks, Bf16ConvolutionsInChunksAgreeWithTheWholeBatchAndRepeatExactly) {
+  const ChunkStepResult chunked = two_chunk_steps(json{{"threads", 2}}, "mixed_bfloat16");
+  // The backend refuses mixed_bfloat16 on a CPU without AVX-512 (plugins/onednn/options.cpp).
+  if (chunked.compiled.code == RAMJET_ERR_UNSUPPORTED &&
+      chunked.compiled.message.find("needs a CPU with AVX-512") != std::string::npos)
+    GTEST_SKIP() << "this CPU cannot run mixed_bfloat16: " << chunked.compiled.message;
+  ASSERT_TRUE(chunked.compiled.ok()) << chunked.compiled.message;
+  // bf16 rounds each layer's output, so a sum taken in another order can land one step of bf16 away and a relu
+  // flip downstream: the logits agree within bf16's precision, and the chunked runs repeat bit for bit.
+  const ChunkStepResult whole = two_chunk_steps(kOneThread, "mixed_bfloat16");
+  expect_near_all(chunked.logits, whole.logits, 3e-2, "logits");
+  const ChunkStepResult again = two_chunk_steps(json{{"threads", 2}}, "mixed_bfloat16");
+  EXPECT_EQ(again.logits, chunked.logits);
+  EXPECT_EQ(again.gradients, chunked.gradients);
+}
+
+// The bench's ResNet trained briefly on two threads: every convolution ran on chunks of 16 examples of its batch
+// of 128, none over the whole batch.
+TEST(OnednnBatchChunks, TheResNetsConvolutionsRunOnChunksOfSixteen) {
+  using namespace ramjet::test;
+  TempDir dir;
+  auto manifest = nlohmann::json::parse(read_file(source_dir() / "bench/train/models/resnet.json"));
+  manifest.erase("export");
+  manifest["train"]["backend"] = {{"type", "cpu"}, {"threads", 2}};
+  manifest["train"]["epochs"] = 1;
+  manifest["train"]["checkpoint"]["dir"] = (dir / "checkpoints").string();
+  manifest["data"]["train"]["take"] = 256;
+  manifest["data"]["eval"]["take"] = 256;
+  write_file(dir / "train.json", manifest.dump());
+  const auto r = run("env ONEDNN_VERBOSE=1 RAMJET_PLUGIN_PATH=" + quote(stock_plugin_dir().string()) + " " +
+                     quote(host_binary().string()) + " run " + quote((dir / "train.json").string()) + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream lines(r.output);
+  int chunked = 0;
+  std::string whole;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("onednn_verbose,", 0) != 0 || line.find(",exec,") == std::string::npos ||
+        line.find(",convolution,") == std::string::npos ||
+        (line.find("backward") == std::string::npos && line.find("forward_training") == std::string::npos))
+      continue;
+    if (line.find(",mb16_") != std::string::npos) ++chunked;
+    else whole += line + "\n";
+  }
+  // 2 training steps x 10 convolutions x 8 chunks, at least forward and backward-weights.
+  EXPECT_GE(chunked, 2 * 10 * 8 * 2);
+  EXPECT_EQ(whole, "") << "training convolutions over more than one chunk";
+}
