@@ -4,7 +4,7 @@
 #include "common.hpp"
 #include "parameters.hpp"
 
-#include <vector>
+#include <array>
 
 namespace onednn {
 
@@ -14,17 +14,18 @@ struct Exec {
   uint64_t seed = 0;  // per-step seed (dropout)
   const ramjet_backward_args* backward = nullptr;  // set during backward
 
-  // dnnl::primitive::execute copies the argument map into a new vector on every call; this reuses one buffer per
-  // thread, so a steady-state step allocates nothing.
+  // dnnl::primitive::execute copies the argument map into a new vector on every call; this passes them from the
+  // stack, so a steady-state step allocates nothing.
   void run(const dnnl::primitive& primitive, const Args& args) const { run_on(stream, primitive, args); }
   // The same on another stream: a chunk of the batch on its thread's own (batch_chunks.hpp).
   static void run_on(dnnl::stream& stream, const dnnl::primitive& primitive, const Args& args) {
-    thread_local std::vector<dnnl_exec_arg_t> c_args;
-    c_args.clear();
-    for (const auto& [arg, memory] : args) c_args.push_back({arg, memory.get()});
-    dnnl::error::wrap_c_api(
-        dnnl_primitive_execute(primitive.get(), stream.get(), static_cast<int>(c_args.size()), c_args.data()),
-        "could not execute a primitive");
+    constexpr size_t kMaxArgs = 32;  // a primitive takes a handful (sources, weights, results, scratchpad)
+    if (args.size() > kMaxArgs) fail(RAMJET_ERR_INTERNAL, "a primitive was given more arguments than run_on passes");
+    std::array<dnnl_exec_arg_t, kMaxArgs> c_args;
+    int count = 0;
+    for (const auto& [arg, memory] : args) c_args[static_cast<size_t>(count++)] = {arg, memory.get()};
+    dnnl::error::wrap_c_api(dnnl_primitive_execute(primitive.get(), stream.get(), count, c_args.data()),
+                            "could not execute a primitive");
   }
 
   // Add into the parameter's gradient rather than overwrite it: the host asked to accumulate, or another layer
