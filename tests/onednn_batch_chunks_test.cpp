@@ -1,13 +1,15 @@
 // The cpu backend's convolutions over a batch cut into chunks of examples (plugins/onednn/batch_chunks.hpp): with
 // two threads and a batch of 32, each convolution runs as two chunks of 16 taken by whichever thread is free. Its
 // outputs and gradients must be those of the whole batch on one thread (within float32's reduction-order
-// tolerance), and the same bits from run to run and step to step whichever thread took which chunk.
+// tolerance), and the same bits from run to run and step to step whichever thread took which chunk. The same holds
+// where a max_pool that reads a convolution runs in its chunks (layers/chunk_max_pool.hpp).
 #include "onednn_harness.hpp"
 #include "onednn_models.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <sstream>
@@ -36,6 +38,23 @@ json chunked_convolution_graph() {
       .classifier("fc");
 }
 
+// Convolutions, each read only by a max_pool, so each pair runs as one chunked layer: a relu before a floor pool
+// that drops the last row and column (5 x 5 -> 2 x 2), a linear one, and a relu before a padded 3 x 3 pool.
+json pooled_convolution_graph() {
+  return Ir()
+      .input("x", {12, 12, 1})
+      .conv("c1", "x", 1, {10, 10, 16}, {{"filters", 16}, {"kernel", {3, 3}}, {"activation", "relu"}})
+      .node("p1", "max_pool", {"c1"}, {5, 5, 16}, {{"pool", {2, 2}}})
+      .conv("c2", "p1", 16, {5, 5, 16}, {{"filters", 16}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
+      .node("p2", "max_pool", {"c2"}, {2, 2, 16}, {{"pool", {2, 2}}})
+      .conv("c3", "p2", 16, {2, 2, 16},
+            {{"filters", 16}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "relu"}})
+      .node("p3", "max_pool", {"c3"}, {2, 2, 16}, {{"pool", {3, 3}}, {"strides", {1, 1}}, {"padding", {1, 1, 1, 1}}})
+      .node("flat", "flatten", {"p3"}, {64})
+      .dense("fc", "flat", 64, 3)
+      .classifier("fc");
+}
+
 struct ChunkStepResult {
   Status compiled;
   std::vector<float> logits;
@@ -44,8 +63,8 @@ struct ChunkStepResult {
 
 // Two training steps of the graph from the same parameters and batches; the second step's logits and gradients
 // (after one update, so the weights' copies in the primitives' layouts were refreshed).
-ChunkStepResult two_chunk_steps(const json& config, const char* precision) {
-  const json g = chunked_convolution_graph();
+ChunkStepResult two_chunk_steps(const json& config, const char* precision,
+                                const json& g = chunked_convolution_graph()) {
   ChunkStepResult r;
   Harness h(config);
   json options = adam_options(32);
@@ -137,4 +156,86 @@ TEST(OnednnBatchChunks, TheResNetsConvolutionsRunOnChunksOfSixteen) {
   // 2 training steps x 10 convolutions x 8 chunks, at least forward and backward-weights.
   EXPECT_GE(chunked, 2 * 10 * 8 * 2);
   EXPECT_EQ(whole, "") << "training convolutions over more than one chunk";
+}
+
+TEST(OnednnBatchChunks, PoolsInTheirConvolutionsChunksMatchTheWholeBatchOnOneThread) {
+  const json g = pooled_convolution_graph();
+  const ChunkStepResult chunked = two_chunk_steps(json{{"threads", 2}}, "float32", g);
+  ASSERT_TRUE(chunked.compiled.ok()) << chunked.compiled.message;
+  const ChunkStepResult whole = two_chunk_steps(kOneThread, "float32", g);
+  ASSERT_EQ(chunked.gradients.size(), whole.gradients.size());
+  expect_chunk_steps_close(chunked, whole, 2e-4);
+  const ChunkStepResult again = two_chunk_steps(json{{"threads", 2}}, "float32", g);
+  EXPECT_EQ(again.logits, chunked.logits);
+  EXPECT_EQ(again.gradients, chunked.gradients);
+
+  const ChunkStepResult bf16 = two_chunk_steps(json{{"threads", 2}}, "mixed_bfloat16", g);
+  if (!bf16.compiled.ok()) {
+    ASSERT_NE(bf16.compiled.message.find("needs a CPU with AVX-512"), std::string::npos) << bf16.compiled.message;
+    GTEST_SKIP() << "float32 passed; this CPU cannot run mixed_bfloat16: " << bf16.compiled.message;
+  }
+  const ChunkStepResult bf16_whole = two_chunk_steps(kOneThread, "mixed_bfloat16", g);
+  expect_near_all(bf16.logits, bf16_whole.logits, 3e-2, "bf16 logits");
+  const ChunkStepResult bf16_again = two_chunk_steps(json{{"threads", 2}}, "mixed_bfloat16", g);
+  EXPECT_EQ(bf16_again.logits, bf16.logits);
+  EXPECT_EQ(bf16_again.gradients, bf16.gradients);
+}
+
+// A convolution fused with its pool has no output of its own; tapped, it is built apart again and the tap sees
+// what one thread computes.
+TEST(OnednnBatchChunks, ATappedConvolutionBeforeAPoolIsStillSeen) {
+  const json g = pooled_convolution_graph();
+  std::map<std::string, std::vector<float>> seen[2];
+  const json configs[2] = {json{{"threads", 2}}, kOneThread};
+  for (int k = 0; k < 2; ++k) {
+    Harness h(configs[k]);
+    ASSERT_TRUE(h.compile(g, adam_options(32)).ok());
+    Example params = random_params(g, 41, 0.3f);
+    ASSERT_TRUE(h.set_state("parameters", params).ok());
+    TapLog log;
+    ASSERT_TRUE(h.set_taps(json::array({"c1", "p1"}), &record_tap, &log).ok());
+    std::mt19937 rng(7);
+    Example batch = separable_batch(32, {12, 12, 1}, rng), out;
+    ASSERT_TRUE(h.forward(batch, out, true).ok());
+    seen[k] = log.seen;
+  }
+  ASSERT_EQ(seen[0].count("c1"), 1u);
+  ASSERT_EQ(seen[0]["c1"].size(), 32u * 10 * 10 * 16);
+  EXPECT_GT(std::count(seen[0]["c1"].begin(), seen[0]["c1"].end(), 0.0f), 0) << "the relu left no zero";
+  expect_near_all(seen[0]["c1"], seen[1]["c1"], 1e-5, "c1");
+  expect_near_all(seen[0]["p1"], seen[1]["p1"], 1e-5, "p1");
+}
+
+// The CNN of examples/fashion_mnist trained briefly on two threads: both max pools run in their convolutions'
+// chunks of 16, and no relu passes over a whole unpooled map.
+TEST(OnednnBatchChunks, TheCnnsPoolsRunInTheirConvolutionsChunks) {
+  using namespace ramjet::test;
+  TempDir dir;
+  auto manifest = nlohmann::json::parse(read_file(source_dir() / "examples/fashion_mnist/train.json"));
+  manifest.erase("export");
+  manifest["train"]["backend"] = {{"type", "cpu"}, {"threads", 2}};
+  manifest["train"]["epochs"] = 1;
+  manifest["train"]["checkpoint"]["dir"] = (dir / "checkpoints").string();
+  manifest["data"]["train"]["take"] = 256;
+  manifest["data"]["eval"]["take"] = 256;
+  write_file(dir / "train.json", manifest.dump());
+  const auto r = run("env ONEDNN_VERBOSE=1 RAMJET_PLUGIN_PATH=" + quote(stock_plugin_dir().string()) + " " +
+                     quote(host_binary().string()) + " run " + quote((dir / "train.json").string()) + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::istringstream lines(r.output);
+  int chunked = 0;
+  std::string whole;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("onednn_verbose,", 0) != 0 || line.find(",exec,") == std::string::npos) continue;
+    const bool training = line.find("backward") != std::string::npos || line.find("forward_training") != std::string::npos;
+    if (line.find(",pooling") != std::string::npos && training) {
+      if (line.find(",mb16") != std::string::npos) ++chunked;
+      else whole += line + "\n";
+    }
+    if (line.find(",eltwise,") != std::string::npos && (line.find("x26x26") != std::string::npos || line.find("x11x11") != std::string::npos))
+      whole += line + "\n";
+  }
+  // 2 training steps x 2 pools x 8 chunks, forward and backward.
+  EXPECT_EQ(chunked, 2 * 2 * 8 * 2);
+  EXPECT_EQ(whole, "") << "pools or relus over the whole batch";
 }

@@ -82,16 +82,23 @@ class LayerBuilder {
   // For the plan.
   // With a `fused_activation` the node's one reader, an activation of that name, is done by this layer too:
   // `output` is the activation's value.
-  void begin_node(const NodeSpec& node, std::vector<Value*> inputs, Value& output, std::string fused_activation = {}) {
+  // With a `fused_pool` the node (a conv2d) and its one reader, that max_pool, are one layer: `output` is the
+  // pool's value.
+  void begin_node(const NodeSpec& node, std::vector<Value*> inputs, Value& output, std::string fused_activation = {},
+                  const NodeSpec* fused_pool = nullptr) {
     node_ = &node;
     inputs_ = std::move(inputs);
     output_ = &output;
     fused_activation_ = std::move(fused_activation);
+    fused_pool_ = fused_pool;
   }
   // The activation the layer must apply to its output, or "" (only a batch_norm is asked to, and only for relu and,
   // in float32, relu6: Plan's batch_norm_activation_pairs).
   const std::string& fused_activation() const { return fused_activation_; }
   bool relu_follows() const { return fused_activation_ == "relu"; }
+  // The max_pool the layer must apply to its output, or null (only a conv2d is asked to: Plan's
+  // conv_max_pool_pairs).
+  const NodeSpec* fused_pool() const { return fused_pool_; }
   size_t scratchpad_bytes() const { return scratchpad_bytes_; }
   const std::vector<Args*>& scratchpad_users() const { return scratchpad_users_; }
   size_t lane_scratchpad_bytes() const { return lane_scratchpad_bytes_; }
@@ -108,6 +115,7 @@ class LayerBuilder {
   std::vector<Value*> inputs_;
   Value* output_ = nullptr;
   std::string fused_activation_;
+  const NodeSpec* fused_pool_ = nullptr;
   int threads_;
   size_t scratchpad_bytes_ = 0;
   std::vector<Args*> scratchpad_users_;

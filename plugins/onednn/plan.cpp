@@ -43,29 +43,45 @@ class Holdings {
   std::map<size_t, int> holders_;
 };
 
-// batch_norm nodes whose one reader is a relu, or in float32 a relu6, and that activation: the pair runs as one
-// layer, which saves the activation's passes over memory forward and backward (about a tenth of a ResNet's step
-// for relu, through oneDNN's fuse_norm_relu; a fifth of a float32 MobileNet's for relu6, through our own kernels,
-// norm_clip.hpp). Not where the batch norm's own output is read otherwise: a graph output, the loss's input or
-// kept (tapped).
-std::map<size_t, size_t> batch_norm_activation_pairs(const Graph& graph, const std::vector<std::string>& kept,
-                                                     bool float32) {
+// Each node whose value one other node reads, and nothing else (a graph output, the loss's input or a kept
+// value): that reader.
+std::map<size_t, size_t> sole_readers(const Graph& graph, const std::vector<std::string>& kept) {
   std::map<std::string, std::vector<size_t>> readers;
   for (size_t i = 0; i < graph.nodes.size(); ++i)
     for (const std::string& in : graph.nodes[i].inputs) readers[in].push_back(i);
   std::set<std::string> read_elsewhere(kept.begin(), kept.end());
   read_elsewhere.insert(graph.outputs.begin(), graph.outputs.end());
   if (graph.loss) read_elsewhere.insert(graph.loss->input);
-  std::map<size_t, size_t> pairs;
+  std::map<size_t, size_t> sole;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    const NodeSpec& node = graph.nodes[i];
-    const auto& r = readers[node.name];
-    if (node.op != "batch_norm" || r.size() != 1 || read_elsewhere.count(node.name)) continue;
-    const NodeSpec& reader = graph.nodes[r.front()];
-    if (reader.op != "activation" || reader.inputs.size() != 1) continue;
-    const std::string activation = reader.attr_string("activation", "");
-    if (activation == "relu" || (activation == "relu6" && float32)) pairs[i] = r.front();
+    const auto& r = readers[graph.nodes[i].name];
+    if (r.size() == 1 && graph.nodes[r.front()].inputs.size() == 1 && !read_elsewhere.count(graph.nodes[i].name))
+      sole[i] = r.front();
   }
+  return sole;
+}
+
+// batch_norm nodes whose one reader is a relu, or in float32 a relu6, and that activation: the pair runs as one
+// layer, which saves the activation's passes over memory forward and backward (about a tenth of a ResNet's step
+// for relu, through oneDNN's fuse_norm_relu; a fifth of a float32 MobileNet's for relu6, through our own kernels,
+// norm_clip.hpp).
+std::map<size_t, size_t> batch_norm_activation_pairs(const Graph& graph, const std::map<size_t, size_t>& sole,
+                                                     bool float32) {
+  std::map<size_t, size_t> pairs;
+  for (const auto& [i, reader] : sole) {
+    if (graph.nodes[i].op != "batch_norm" || graph.nodes[reader].op != "activation") continue;
+    const std::string activation = graph.nodes[reader].attr_string("activation", "");
+    if (activation == "relu" || (activation == "relu6" && float32)) pairs[i] = reader;
+  }
+  return pairs;
+}
+
+// conv2d nodes whose one reader is a max_pool, and that pool: the layer may run both on each chunk of the batch
+// (make_conv2d_max_pool, chunk_max_pool.hpp), or say it cannot and leave them apart.
+std::map<size_t, size_t> conv_max_pool_pairs(const Graph& graph, const std::map<size_t, size_t>& sole) {
+  std::map<size_t, size_t> pairs;
+  for (const auto& [i, reader] : sole)
+    if (graph.nodes[i].op == "conv2d" && graph.nodes[reader].op == "max_pool") pairs[i] = reader;
   return pairs;
 }
 
@@ -112,8 +128,10 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
   for (const Value* in : inputs_) holdings.hold(*in, in->mem, ArenaCursor::Side::forward);
   cursor.take_recent();
 
-  const std::map<size_t, size_t> fused = batch_norm_activation_pairs(graph, kept, options.compute_type() == dt::f32);
-  std::set<size_t> absorbed;  // activation nodes whose batch norm made their value
+  const std::map<size_t, size_t> sole = sole_readers(graph, kept);
+  const std::map<size_t, size_t> fused = batch_norm_activation_pairs(graph, sole, options.compute_type() == dt::f32);
+  const std::map<size_t, size_t> pools = conv_max_pool_pairs(graph, sole);
+  std::set<size_t> absorbed;  // activation (or pool) nodes whose batch norm (convolution) made their value
   for (const auto& [norm, activation] : fused) {
     absorbed.insert(activation);
     absorbed_.insert(graph.nodes[norm].name);
@@ -127,18 +145,32 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
     std::vector<Value*> inputs;
     for (const std::string& in : node.inputs) inputs.push_back(&value(in));
     const auto pair = fused.find(i);
-    Value& out = value(pair == fused.end() ? node.name : graph.nodes[pair->second].name);
-    builder.begin_node(node, std::move(inputs), out,
-                       pair == fused.end() ? "" : graph.nodes[pair->second].attr_string("activation", ""));
+    const auto pool = pools.find(i);
+    Value* out = &value(pair == fused.end() ? node.name : graph.nodes[pair->second].name);
     try {
-      steps_.push_back({find_layer(node.op)(node, builder), &out});
+      std::unique_ptr<Layer> layer;
+      if (pool != pools.end()) {
+        const NodeSpec& pool_node = graph.nodes[pool->second];
+        builder.begin_node(node, inputs, value(pool_node.name), "", &pool_node);
+        if ((layer = make_conv2d_max_pool(node, builder))) {
+          out = &value(pool_node.name);
+          absorbed.insert(pool->second);
+          absorbed_.insert(node.name);
+        }
+      }
+      if (!layer) {
+        builder.begin_node(node, std::move(inputs), *out,
+                           pair == fused.end() ? "" : graph.nodes[pair->second].attr_string("activation", ""));
+        layer = find_layer(node.op)(node, builder);
+      }
+      steps_.push_back({std::move(layer), out});
     } catch (const dnnl::error& e) {
       node.fail(RAMJET_ERR_UNSUPPORTED, std::string("oneDNN cannot build it: ") + e.what());
     }
-    if (!out.mem) node.fail(RAMJET_ERR_INTERNAL, "the layer defined no output");
-    holdings.hold(out, out.mem, ArenaCursor::Side::forward);
-    holdings.hold(out, out.diff, ArenaCursor::Side::backward);
-    holdings.hold(out, out.diff_scratch, ArenaCursor::Side::backward);
+    if (!out->mem) node.fail(RAMJET_ERR_INTERNAL, "the layer defined no output");
+    holdings.hold(*out, out->mem, ArenaCursor::Side::forward);
+    holdings.hold(*out, out->diff, ArenaCursor::Side::backward);
+    holdings.hold(*out, out->diff_scratch, ArenaCursor::Side::backward);
     // What the layer placed for itself lives within its step: a training plan keeps the forward side for backward.
     for (const auto& placed : cursor.take_recent())
       if (!holdings.held(placed.block) && placed.side == reused) cursor.release(placed.block);

@@ -69,7 +69,8 @@ class Plan {
   std::unique_ptr<Loss> loss_;
   std::vector<HostCopy> outputs_;
   std::vector<std::pair<std::string, HostCopy>> taps_;
-  std::set<std::string> absorbed_;  // batch norms fused with their activation: their output never exists alone
+  std::set<std::string> absorbed_;  // batch norms fused with their activation, convolutions with their pool: their
+                                    // output never exists alone
   dnnl::memory scratchpad_;
   std::vector<dnnl::memory> lane_scratchpads_;  // one per thread, for layers that run chunks of the batch
   size_t arena_bytes_ = 0;

@@ -3,13 +3,15 @@
 // the weight gradient summed over the chunks in chunk order. Used where the plan has more than one thread, the
 // batch cuts into equal chunks, and the one-thread primitives are JIT kernels whose layouts keep the examples
 // apart; elsewhere (one thread, other batches, a conv1d, the float32 weight gradient of bf16 maps, a reference
-// kernel) conv2d.cpp builds its whole-batch layer.
+// kernel) conv2d.cpp builds its whole-batch layer. A max_pool that is the convolution's one reader can run in the
+// same chunks (chunk_max_pool.hpp).
 #include "../batch_chunks.hpp"
 #include "../edge.hpp"
 #include "../layout.hpp"
 #include "../thread_scope.hpp"
 #include "../weights.hpp"
 #include "activation.hpp"
+#include "chunk_max_pool.hpp"
 #include "conv2d_choice.hpp"
 #include "registry.hpp"
 
@@ -91,9 +93,12 @@ std::optional<ChunkConvPrimitives> chunk_conv_primitives(const NodeSpec& node, c
 
 class ChunkedConv2D : public Layer {
  public:
+  // With `pool`, the max_pool the plan fused in (builder.fused_pool()) runs on each chunk too, and the layer's
+  // output is the pool's.
   ChunkedConv2D(const NodeSpec& node, LayerBuilder& b, const ConvGeometry& g, PostActivation act,
-                const ChunkConvPrimitives& p)
-      : act_(std::move(act)), chunks_(p.chunks), lanes_(static_cast<size_t>(b.threads())) {
+                const ChunkConvPrimitives& p, const std::optional<ChunkMaxPool>& pool = std::nullopt)
+      : act_(std::move(act)), pooled_(pool.has_value()), relu_after_pool_(pool && pool->relu), chunks_(p.chunks),
+        lanes_(static_cast<size_t>(b.threads())) {
     const int64_t N = b.batch(), C = g.C, F = g.F;
     b.check_shape(Shape{g.OH, g.OW, F});
     Param& kernel = b.param("kernel", Shape{g.kernel[0], g.kernel[1], C / g.G, F});
@@ -105,7 +110,17 @@ class ChunkedConv2D : public Layer {
     dst_bytes_ = dst.get_size();
 
     in_ = Edge(b, b.input(0), with_batch(src, N));
-    dst_ = act_.finish(b, with_batch(dst, N));
+    md pooled, workspace;
+    if (pool) {
+      pooled = pool->forward.dst_desc();
+      workspace = pool->forward.workspace_desc();
+      pooled_bytes_ = pooled.get_size();
+      workspace_bytes_ = workspace.get_size();
+      b.define_output(with_batch(pooled, N));
+      if (workspace_bytes_ > 0) workspace_ = b.transient(with_batch(workspace, N));  // the argmax, for backward
+    } else {
+      dst_ = act_.finish(b, with_batch(dst, N));
+    }
     kernel_ = WeightsView(b, kernel, keras_kernel);
     const dnnl::memory forward_weights = kernel_.compute(p.forward.weights_desc());
     const bool weights = b.backward(), data = weights && in_.needs_grad();
@@ -114,6 +129,12 @@ class ChunkedConv2D : public Layer {
       forward_ = dnnl::convolution_forward(p.forward);
       if (weights) backward_weights_ = dnnl::convolution_backward_weights(p.weights);
       if (data) backward_data_ = dnnl::convolution_backward_data(p.data);
+      if (pool) {
+        pool_forward_ = dnnl::pooling_forward(pool->forward);
+        if (weights) pool_backward_ = dnnl::pooling_backward(pool->backward);
+        if (pool->relu) relu_forward_ = dnnl::eltwise_forward(pool->relu_forward);
+        if (pool->relu && weights) relu_backward_ = dnnl::eltwise_backward(pool->relu_backward);
+      }
     }
     dnnl::memory data_weights;
     if (weights) {
@@ -132,7 +153,8 @@ class ChunkedConv2D : public Layer {
       Lane& lane = lanes_[i];
       lane.stream = dnnl::stream(engine);
       lane.src = dnnl::memory(src, engine, DNNL_MEMORY_NONE);
-      lane.dst = dnnl::memory(dst, engine, DNNL_MEMORY_NONE);
+      // Pooled, a chunk's output (and in backward its gradient) lives only in the lane's own buffer.
+      lane.dst = pool ? dnnl::memory(dst, engine) : dnnl::memory(dst, engine, DNNL_MEMORY_NONE);
       lane.forward_args = {{DNNL_ARG_SRC, lane.src}, {DNNL_ARG_WEIGHTS, forward_weights}, {DNNL_ARG_DST, lane.dst}};
       if (bias) lane.forward_args[DNNL_ARG_BIAS] = bias->value;
       b.use_lane_scratchpad(p.forward, lane.forward_args, static_cast<int>(i));
@@ -152,6 +174,7 @@ class ChunkedConv2D : public Layer {
                           {DNNL_ARG_DIFF_SRC, lane.diff_src}};
         b.use_lane_scratchpad(p.data, lane.data_args, static_cast<int>(i));
       }
+      if (pool) add_pool_args(b, *pool, lane, static_cast<int>(i));
     }
   }
 
@@ -159,28 +182,55 @@ class ChunkedConv2D : public Layer {
     in_.forward(exec);
     kernel_.refresh(exec);
     char* src = static_cast<char*>(in_.mem().get_data_handle());
-    char* dst = static_cast<char*>(dst_.get_data_handle());
+    char* dst = pooled_ ? nullptr : static_cast<char*>(dst_.get_data_handle());
+    char* pooled = pooled_ ? static_cast<char*>(out_->mem.get_data_handle()) : nullptr;
+    char* workspace = workspace_ ? static_cast<char*>(workspace_.get_data_handle()) : nullptr;
     for_each_chunk(chunks_, lane_count(), [&](int64_t c, int i) {
       Lane& lane = lanes_[static_cast<size_t>(i)];
       lane.src.set_data_handle(src + c * src_bytes_);
-      lane.dst.set_data_handle(dst + c * dst_bytes_);
+      if (!pooled_) {
+        lane.dst.set_data_handle(dst + c * dst_bytes_);
+        return Exec::run_on(lane.stream, forward_, lane.forward_args);
+      }
       Exec::run_on(lane.stream, forward_, lane.forward_args);
+      lane.pooled.set_data_handle(pooled + c * pooled_bytes_);
+      if (workspace) lane.workspace.set_data_handle(workspace + c * workspace_bytes_);
+      Exec::run_on(lane.stream, pool_forward_, lane.pool_forward_args);
+      if (relu_after_pool_) Exec::run_on(lane.stream, relu_forward_, lane.relu_forward_args);
     });
-    act_.forward(exec);
+    if (!pooled_) act_.forward(exec);
   }
 
+  // Each chunk's backward-weights and backward-data one after the other, while the chunk's output gradient is in
+  // the thread's cache.
   void backward(const Exec& exec) override {
     read_diff(*out_);
-    char* diff = static_cast<char*>(act_.backward(exec, out_->diff).get_data_handle());
+    char* diff = static_cast<char*>((pooled_ ? out_->diff : act_.backward(exec, out_->diff)).get_data_handle());
     char* src = static_cast<char*>(in_.mem().get_data_handle());
-    // The `dst` views carry the output's gradient here.
+    char* pooled = pooled_ ? static_cast<char*>(out_->mem.get_data_handle()) : nullptr;
+    char* workspace = workspace_ ? static_cast<char*>(workspace_.get_data_handle()) : nullptr;
+    const bool data = in_.needs_grad();  // not for the first layer: no one wants d loss / d image
+    char* diff_src = data ? static_cast<char*>(in_.begin_diff().get_data_handle()) : nullptr;
+    if (data) kernel_.refresh(exec);
+    // The `dst` views carry the output's gradient here: a pooled chunk's, rebuilt in the lane's own buffer.
     for_each_chunk(chunks_, lane_count(), [&](int64_t c, int i) {
       Lane& lane = lanes_[static_cast<size_t>(i)];
       lane.src.set_data_handle(src + c * src_bytes_);
-      lane.dst.set_data_handle(diff + c * dst_bytes_);
+      if (pooled_) {
+        lane.pooled_diff.set_data_handle(diff + c * pooled_bytes_);
+        lane.pooled.set_data_handle(pooled + c * pooled_bytes_);
+        if (workspace) lane.workspace.set_data_handle(workspace + c * workspace_bytes_);
+        if (relu_after_pool_) Exec::run_on(lane.stream, relu_backward_, lane.relu_backward_args);
+        Exec::run_on(lane.stream, pool_backward_, lane.pool_backward_args);
+      } else {
+        lane.dst.set_data_handle(diff + c * dst_bytes_);
+      }
       lane.diff_weights.set_data_handle(kernel_parts_[static_cast<size_t>(c)].get_data_handle());
       if (bias_grad_) lane.diff_bias.set_data_handle(bias_parts_[static_cast<size_t>(c)].get_data_handle());
       Exec::run_on(lane.stream, backward_weights_, lane.weights_args);
+      if (!data) return;
+      lane.diff_src.set_data_handle(diff_src + c * src_bytes_);
+      Exec::run_on(lane.stream, backward_data_, lane.data_args);
     });
     sum_in_order(kernel_parts_, kernel_grad_.target(exec), lane_count());
     kernel_grad_.commit(exec);
@@ -188,17 +238,7 @@ class ChunkedConv2D : public Layer {
       sum_in_order(bias_parts_, bias_grad_.target(exec), lane_count());
       bias_grad_.commit(exec);
     }
-
-    if (!in_.needs_grad()) return;  // e.g. the first layer: no one wants d loss / d image
-    kernel_.refresh(exec);
-    char* diff_src = static_cast<char*>(in_.begin_diff().get_data_handle());
-    for_each_chunk(chunks_, lane_count(), [&](int64_t c, int i) {
-      Lane& lane = lanes_[static_cast<size_t>(i)];
-      lane.dst.set_data_handle(diff + c * dst_bytes_);
-      lane.diff_src.set_data_handle(diff_src + c * src_bytes_);
-      Exec::run_on(lane.stream, backward_data_, lane.data_args);
-    });
-    in_.end_diff(exec);
+    if (data) in_.end_diff(exec);
   }
 
  private:
@@ -206,20 +246,56 @@ class ChunkedConv2D : public Layer {
     dnnl::stream stream;
     dnnl::memory src, dst, diff_src, diff_weights, diff_bias;
     Args forward_args, weights_args, data_args;
+    dnnl::memory pooled, pooled_diff, workspace;  // with a pool: views of the chunk's share of the pool's output
+    Args pool_forward_args, relu_forward_args, pool_backward_args, relu_backward_args;
   };
   int lane_count() const { return static_cast<int>(lanes_.size()); }
+
+  // The pool reads the convolution's output from the lane's buffer (`dst`) and, in backward, writes its gradient
+  // there; the relu works in place on the pooled chunk and, in backward, on its gradient.
+  void add_pool_args(LayerBuilder& b, const ChunkMaxPool& pool, Lane& lane, int i) {
+    const dnnl::engine& engine = b.engine();
+    const md pooled = pool.forward.dst_desc(), workspace = pool.forward.workspace_desc();
+    lane.pooled = dnnl::memory(pooled, engine, DNNL_MEMORY_NONE);
+    lane.pool_forward_args = {{DNNL_ARG_SRC, lane.dst}, {DNNL_ARG_DST, lane.pooled}};
+    if (workspace.get_size() > 0) {
+      lane.workspace = dnnl::memory(workspace, engine, DNNL_MEMORY_NONE);
+      lane.pool_forward_args[DNNL_ARG_WORKSPACE] = lane.workspace;
+    }
+    b.use_lane_scratchpad(pool.forward, lane.pool_forward_args, i);
+    if (pool.relu) {
+      lane.relu_forward_args = {{DNNL_ARG_SRC, lane.pooled}, {DNNL_ARG_DST, lane.pooled}};
+      b.use_lane_scratchpad(pool.relu_forward, lane.relu_forward_args, i);
+    }
+    if (!b.backward()) return;
+    lane.pooled_diff = dnnl::memory(pooled, engine, DNNL_MEMORY_NONE);
+    lane.pool_backward_args = {{DNNL_ARG_DIFF_DST, lane.pooled_diff}, {DNNL_ARG_DIFF_SRC, lane.dst}};
+    if (lane.workspace) lane.pool_backward_args[DNNL_ARG_WORKSPACE] = lane.workspace;
+    b.use_lane_scratchpad(pool.backward, lane.pool_backward_args, i);
+    if (pool.relu) {
+      lane.relu_backward_args = {
+          {DNNL_ARG_DST, lane.pooled}, {DNNL_ARG_DIFF_DST, lane.pooled_diff}, {DNNL_ARG_DIFF_SRC, lane.pooled_diff}};
+      b.use_lane_scratchpad(pool.relu_backward, lane.relu_backward_args, i);
+    }
+  }
 
   Edge in_;
   Value* out_ = nullptr;
   PostActivation act_;
-  dnnl::memory dst_;
+  bool pooled_, relu_after_pool_;
+  dnnl::memory dst_;       // unpooled: the whole batch's output
+  dnnl::memory workspace_;  // pooled in training: the argmax positions of every chunk
+  dnnl::pooling_forward pool_forward_;
+  dnnl::pooling_backward pool_backward_;
+  dnnl::eltwise_forward relu_forward_;
+  dnnl::eltwise_backward relu_backward_;
   WeightsView kernel_;
   GradSink kernel_grad_, bias_grad_;
   dnnl::convolution_forward forward_;
   dnnl::convolution_backward_weights backward_weights_;
   dnnl::convolution_backward_data backward_data_;
   int64_t chunks_;
-  size_t src_bytes_ = 0, dst_bytes_ = 0;  // one chunk's
+  size_t src_bytes_ = 0, dst_bytes_ = 0, pooled_bytes_ = 0, workspace_bytes_ = 0;  // one chunk's
   std::vector<dnnl::memory> kernel_parts_, bias_parts_;  // each chunk's weight gradient
   std::vector<Lane> lanes_;  // sized once: the builder keeps pointers to their argument maps
 };
@@ -233,6 +309,20 @@ std::unique_ptr<Layer> make_chunked_conv2d(const NodeSpec& node, LayerBuilder& b
   const auto primitives = chunk_conv_primitives(node, b, g, act);
   if (!primitives) return nullptr;
   return std::make_unique<ChunkedConv2D>(node, b, g, std::move(act), *primitives);
+}
+
+std::unique_ptr<Layer> make_conv2d_max_pool(const NodeSpec& node, LayerBuilder& b) {
+  if (node.op != "conv2d" || !b.fused_pool() || b.input_count() != 1 || b.input(0).shape.size() != 3) return nullptr;
+  const std::string activation = node.attr_string("activation", "linear");
+  if (activation != "relu" && activation != "linear") return nullptr;  // only a relu commutes with the max
+  const ConvGeometry g = conv_geometry(node, b.input(0).shape);
+  const PostActivation linear(activation_spec("linear", node));  // a relu runs after the pool
+  const auto primitives = chunk_conv_primitives(node, b, g, linear);
+  if (!primitives) return nullptr;
+  const auto pool = chunk_max_pool(*b.fused_pool(), b, Shape{g.OH, g.OW, g.F}, primitives->forward.dst_desc(),
+                                   activation == "relu");
+  if (!pool) return nullptr;
+  return std::make_unique<ChunkedConv2D>(node, b, g, linear, *primitives, pool);
 }
 
 }  // namespace onednn

@@ -17,6 +17,9 @@ std::vector<std::string> supported_ops();
 std::unique_ptr<Layer> make_conv2d(const NodeSpec&, LayerBuilder&);
 // conv2d over chunks of the batch (conv2d_chunked.cpp) where that applies; null elsewhere.
 std::unique_ptr<Layer> make_chunked_conv2d(const NodeSpec&, LayerBuilder&);
+// conv2d and the max_pool that is its one reader (builder.fused_pool()) as one chunked layer, where that applies
+// (conv2d_chunked.cpp, chunk_max_pool.hpp); null elsewhere, with the builder untouched.
+std::unique_ptr<Layer> make_conv2d_max_pool(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_dense(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_max_pool(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_avg_pool(const NodeSpec&, LayerBuilder&);

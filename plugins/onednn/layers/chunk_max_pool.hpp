@@ -1,0 +1,36 @@
+// The max_pool that is a chunked convolution's one reader (Plan's conv_max_pool_pairs), run on each chunk by the
+// thread that has just convolved it, while the chunk is in that thread's cache.
+//
+// Why: the CNN's pools and their relus were a quarter of its float32 step (oneDNN's verbose log, batch 128 on the
+// 2-vCPU Zen 4: pool forward and backward and the relu's backward over the 26x26x32 map, 2.6 of 14.4 ms), each a
+// pass over a map larger than the caches. Pooled chunk by chunk, the convolution's whole output is never written
+// to memory (a training plan keeps the pooled map and the argmax positions instead), and backward rebuilds each
+// chunk's gradient in the cache just before that chunk's backward-weights and backward-data read it.
+//
+// A relu on the convolution moves after the pool: relu(max x) = max relu x, the gradient reaches the same
+// positions (the argmax, where the maximum is positive), and the relu's passes cover the pooled map only.
+#pragma once
+
+#include "../layer.hpp"
+
+#include <optional>
+
+namespace onednn {
+
+struct ChunkMaxPool {
+  Shape shape;  // the pooled output per example [OH, OW, C]
+  dnnl::pooling_forward::primitive_desc forward;
+  dnnl::pooling_backward::primitive_desc backward;  // a training plan's
+  bool relu = false;                                // the convolution's relu, run on the pooled chunk
+  dnnl::eltwise_forward::primitive_desc relu_forward;
+  dnnl::eltwise_backward::primitive_desc relu_backward;  // a training plan's
+};
+
+// Primitives for one thread that pool a chunk of convolution output laid out as `conv_chunk` (per example
+// `conv_shape`, [H, W, C]) as the node `pool` says, then apply a relu if `relu`. Nullopt where that does not suit:
+// a pool whose declared shape is not what it computes (the unfused layer says why), a reference kernel, or a
+// layout that does not keep the chunk's examples apart.
+std::optional<ChunkMaxPool> chunk_max_pool(const NodeSpec& pool, const LayerBuilder& b, const Shape& conv_shape,
+                                           const md& conv_chunk, bool relu);
+
+}  // namespace onednn
