@@ -4,7 +4,55 @@
 #include "../thread_scope.hpp"
 #include "conv2d_choice.hpp"
 
+#include <cstring>
+
 namespace onednn {
+
+namespace {
+
+// Sixteen bytes at a time through GCC's vector types (one SSE register, in the baseline the build targets), the
+// rest one by one. bf16 is compared as its bits read as int16: a negative number below -0.0 with a finite or
+// infinite magnitude is at most -128 (0xFF80, -inf); a positive finite number or +inf lies in [1, 0x7F80].
+typedef float F4 __attribute__((vector_size(16)));
+typedef int16_t S8 __attribute__((vector_size(16)));
+
+template <class T, class V, class Step>
+void by_vectors(T* data, const T* other, size_t count, Step step) {
+  constexpr size_t kLanes = sizeof(V) / sizeof(T);
+  size_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    V v, o;
+    std::memcpy(&v, data + i, sizeof v);
+    std::memcpy(&o, other + i, sizeof o);
+    v = step(v, o);
+    std::memcpy(data + i, &v, sizeof v);
+  }
+  for (; i < count; ++i) {
+    V v{}, o{};
+    v[0] = data[i];
+    o[0] = other[i];
+    data[i] = step(v, o)[0];
+  }
+}
+
+}  // namespace
+
+void relu_in_place(void* data, size_t bytes, dt type) {
+  if (type == dt::bf16) {
+    auto* d = static_cast<int16_t*>(data);
+    return by_vectors<int16_t, S8>(d, d, bytes / 2, [](S8 v, S8) { return v <= -128 ? S8{} : v; });
+  }
+  auto* d = static_cast<float*>(data);
+  by_vectors<float, F4>(d, d, bytes / 4, [](F4 v, F4) { return v < 0 ? F4{} : v; });
+}
+
+void relu_backward_in_place(const void* relu_out, void* diff, size_t bytes, dt type) {
+  if (type == dt::bf16)
+    return by_vectors<int16_t, S8>(static_cast<int16_t*>(diff), static_cast<const int16_t*>(relu_out), bytes / 2,
+                                   [](S8 d, S8 y) { return (y > 0) & (y <= 0x7F80) ? d : S8{}; });
+  by_vectors<float, F4>(static_cast<float*>(diff), static_cast<const float*>(relu_out), bytes / 4,
+                        [](F4 d, F4 y) { return y > 0 ? d : F4{}; });
+}
 
 std::optional<ChunkMaxPool> chunk_max_pool(const NodeSpec& pool, const LayerBuilder& b, const Shape& conv_shape,
                                            const md& conv_chunk, bool relu) {
@@ -26,18 +74,11 @@ std::optional<ChunkMaxPool> chunk_max_pool(const NodeSpec& pool, const LayerBuil
         (workspace.get_size() > 0 && !batch_outermost(workspace)))
       return std::nullopt;
     p.relu = relu;
-    const auto relu_bwd = dnnl::algorithm::eltwise_relu_use_dst_for_bwd;  // the pooled output is kept; its input not
-    if (relu)
-      p.relu_forward = dnnl::eltwise_forward::primitive_desc({b.forward_kind(), relu_bwd, pooled, 0.f, 0.f},
-                                                             b.attr(), b.engine());
     if (!b.backward()) return p;
     p.backward = dnnl::pooling_backward::primitive_desc(
         {dnnl::algorithm::pooling_max, conv_chunk, pooled, strides, kernel, pad_l, pad_r}, b.attr(), b.engine(),
         p.forward);
     if (is_reference(p.backward) || p.backward.diff_src_desc() != conv_chunk) return std::nullopt;
-    if (relu)
-      p.relu_backward = dnnl::eltwise_backward::primitive_desc({relu_bwd, pooled, pooled, 0.f, 0.f}, b.attr(),
-                                                               b.engine(), p.relu_forward);
     return p;
   } catch (const dnnl::error&) {
     return std::nullopt;  // the convolution and the pool are built apart

@@ -22,8 +22,6 @@ struct ChunkMaxPool {
   dnnl::pooling_forward::primitive_desc forward;
   dnnl::pooling_backward::primitive_desc backward;  // a training plan's
   bool relu = false;                                // the convolution's relu, run on the pooled chunk
-  dnnl::eltwise_forward::primitive_desc relu_forward;
-  dnnl::eltwise_backward::primitive_desc relu_backward;  // a training plan's
 };
 
 // Primitives for one thread that pool a chunk of convolution output laid out as `conv_chunk` (per example
@@ -32,5 +30,13 @@ struct ChunkMaxPool {
 // layout that does not keep the chunk's examples apart.
 std::optional<ChunkMaxPool> chunk_max_pool(const NodeSpec& pool, const LayerBuilder& b, const Shape& conv_shape,
                                            const md& conv_chunk, bool relu);
+
+// The relu on a pooled chunk of `bytes` (float32 or bf16, any layout: a blocked layout's zero padding stays zero),
+// in place: negative values become 0, NaNs stay. On the calling thread alone; a loop of our own, since oneDNN's
+// eltwise primitive took 21 microseconds a call where this takes 12 (the backward, one thread, a chunk of the
+// CNN's first pooled map: 16 x 32 x 13 x 13 float32 in cache; 38 in the training step's verbose log).
+void relu_in_place(void* data, size_t bytes, dt type);
+// Its backward, in place on the pooled chunk's gradient: kept where the relu's output is positive, else 0.
+void relu_backward_in_place(const void* relu_out, void* diff, size_t bytes, dt type);
 
 }  // namespace onednn

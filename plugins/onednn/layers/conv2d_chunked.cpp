@@ -97,8 +97,8 @@ class ChunkedConv2D : public Layer {
   // output is the pool's.
   ChunkedConv2D(const NodeSpec& node, LayerBuilder& b, const ConvGeometry& g, PostActivation act,
                 const ChunkConvPrimitives& p, const std::optional<ChunkMaxPool>& pool = std::nullopt)
-      : act_(std::move(act)), pooled_(pool.has_value()), relu_after_pool_(pool && pool->relu), chunks_(p.chunks),
-        lanes_(static_cast<size_t>(b.threads())) {
+      : act_(std::move(act)), pooled_(pool.has_value()), relu_after_pool_(pool && pool->relu),
+        compute_type_(b.compute_type()), chunks_(p.chunks), lanes_(static_cast<size_t>(b.threads())) {
     const int64_t N = b.batch(), C = g.C, F = g.F;
     b.check_shape(Shape{g.OH, g.OW, F});
     Param& kernel = b.param("kernel", Shape{g.kernel[0], g.kernel[1], C / g.G, F});
@@ -132,8 +132,6 @@ class ChunkedConv2D : public Layer {
       if (pool) {
         pool_forward_ = dnnl::pooling_forward(pool->forward);
         if (weights) pool_backward_ = dnnl::pooling_backward(pool->backward);
-        if (pool->relu) relu_forward_ = dnnl::eltwise_forward(pool->relu_forward);
-        if (pool->relu && weights) relu_backward_ = dnnl::eltwise_backward(pool->relu_backward);
       }
     }
     dnnl::memory data_weights;
@@ -196,7 +194,7 @@ class ChunkedConv2D : public Layer {
       lane.pooled.set_data_handle(pooled + c * pooled_bytes_);
       if (workspace) lane.workspace.set_data_handle(workspace + c * workspace_bytes_);
       Exec::run_on(lane.stream, pool_forward_, lane.pool_forward_args);
-      if (relu_after_pool_) Exec::run_on(lane.stream, relu_forward_, lane.relu_forward_args);
+      if (relu_after_pool_) relu_in_place(lane.pooled.get_data_handle(), pooled_bytes_, compute_type_);
     });
     if (!pooled_) act_.forward(exec);
   }
@@ -220,7 +218,9 @@ class ChunkedConv2D : public Layer {
         lane.pooled_diff.set_data_handle(diff + c * pooled_bytes_);
         lane.pooled.set_data_handle(pooled + c * pooled_bytes_);
         if (workspace) lane.workspace.set_data_handle(workspace + c * workspace_bytes_);
-        if (relu_after_pool_) Exec::run_on(lane.stream, relu_backward_, lane.relu_backward_args);
+        if (relu_after_pool_)
+          relu_backward_in_place(lane.pooled.get_data_handle(), lane.pooled_diff.get_data_handle(), pooled_bytes_,
+                                 compute_type_);
         Exec::run_on(lane.stream, pool_backward_, lane.pool_backward_args);
       } else {
         lane.dst.set_data_handle(diff + c * dst_bytes_);
@@ -247,12 +247,12 @@ class ChunkedConv2D : public Layer {
     dnnl::memory src, dst, diff_src, diff_weights, diff_bias;
     Args forward_args, weights_args, data_args;
     dnnl::memory pooled, pooled_diff, workspace;  // with a pool: views of the chunk's share of the pool's output
-    Args pool_forward_args, relu_forward_args, pool_backward_args, relu_backward_args;
+    Args pool_forward_args, pool_backward_args;
   };
   int lane_count() const { return static_cast<int>(lanes_.size()); }
 
   // The pool reads the convolution's output from the lane's buffer (`dst`) and, in backward, writes its gradient
-  // there; the relu works in place on the pooled chunk and, in backward, on its gradient.
+  // there.
   void add_pool_args(LayerBuilder& b, const ChunkMaxPool& pool, Lane& lane, int i) {
     const dnnl::engine& engine = b.engine();
     const md pooled = pool.forward.dst_desc(), workspace = pool.forward.workspace_desc();
@@ -263,20 +263,11 @@ class ChunkedConv2D : public Layer {
       lane.pool_forward_args[DNNL_ARG_WORKSPACE] = lane.workspace;
     }
     b.use_lane_scratchpad(pool.forward, lane.pool_forward_args, i);
-    if (pool.relu) {
-      lane.relu_forward_args = {{DNNL_ARG_SRC, lane.pooled}, {DNNL_ARG_DST, lane.pooled}};
-      b.use_lane_scratchpad(pool.relu_forward, lane.relu_forward_args, i);
-    }
     if (!b.backward()) return;
     lane.pooled_diff = dnnl::memory(pooled, engine, DNNL_MEMORY_NONE);
     lane.pool_backward_args = {{DNNL_ARG_DIFF_DST, lane.pooled_diff}, {DNNL_ARG_DIFF_SRC, lane.dst}};
     if (lane.workspace) lane.pool_backward_args[DNNL_ARG_WORKSPACE] = lane.workspace;
     b.use_lane_scratchpad(pool.backward, lane.pool_backward_args, i);
-    if (pool.relu) {
-      lane.relu_backward_args = {
-          {DNNL_ARG_DST, lane.pooled}, {DNNL_ARG_DIFF_DST, lane.pooled_diff}, {DNNL_ARG_DIFF_SRC, lane.pooled_diff}};
-      b.use_lane_scratchpad(pool.relu_backward, lane.relu_backward_args, i);
-    }
   }
 
   Edge in_;
@@ -287,8 +278,7 @@ class ChunkedConv2D : public Layer {
   dnnl::memory workspace_;  // pooled in training: the argmax positions of every chunk
   dnnl::pooling_forward pool_forward_;
   dnnl::pooling_backward pool_backward_;
-  dnnl::eltwise_forward relu_forward_;
-  dnnl::eltwise_backward relu_backward_;
+  dt compute_type_;
   WeightsView kernel_;
   GradSink kernel_grad_, bias_grad_;
   dnnl::convolution_forward forward_;
