@@ -4,6 +4,7 @@
 // tolerance), and the same bits from run to run and step to step whichever thread took which chunk. The same holds
 // where a max_pool that reads a convolution runs in its chunks (layers/chunk_max_pool.hpp).
 #include "onednn_harness.hpp"
+#include "ramjet/plugin/log.hpp"
 #include "onednn_models.hpp"
 #include "test_support.hpp"
 
@@ -91,6 +92,24 @@ ChunkStepResult two_chunk_steps(const json& config, const char* precision,
   return r;
 }
 
+// What the cpu backend's plans fused away, by its debug line as it compiles `g` (a training plan for batch 32) on
+// two threads.
+std::string fused_away_at_compile(const json& g, const char* precision) {
+  const ramjet_log_level before = ramjet::core::log_level();
+  ramjet::core::set_log_level(RAMJET_LOG_DEBUG);
+  testing::internal::CaptureStderr();
+  {
+    Harness h(json{{"threads", 2}});
+    json options = adam_options(32);
+    options["precision"] = precision;
+    (void)h.compile(g, options);
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  ramjet::core::set_log_level(before);
+  const size_t at = err.find("fused into their readers: ");
+  return at == std::string::npos ? "" : err.substr(at, err.find('\n', at) - at);
+}
+
 void expect_chunk_steps_close(const ChunkStepResult& got, const ChunkStepResult& want, double tol) {
   expect_near_all(got.logits, want.logits, tol, "logits");
   for (const auto& [name, values] : want.gradients) expect_near_all(got.gradients.at(name), values, tol, name.c_str());
@@ -160,6 +179,7 @@ TEST(OnednnBatchChunks, TheResNetsConvolutionsRunOnChunksOfSixteen) {
 
 TEST(OnednnBatchChunks, PoolsInTheirConvolutionsChunksMatchTheWholeBatchOnOneThread) {
   const json g = pooled_convolution_graph();
+  EXPECT_EQ(fused_away_at_compile(g, "float32"), "fused into their readers: c1, c2, c3");
   const ChunkStepResult chunked = two_chunk_steps(json{{"threads", 2}}, "float32", g);
   ASSERT_TRUE(chunked.compiled.ok()) << chunked.compiled.message;
   const ChunkStepResult whole = two_chunk_steps(kOneThread, "float32", g);
@@ -174,6 +194,7 @@ TEST(OnednnBatchChunks, PoolsInTheirConvolutionsChunksMatchTheWholeBatchOnOneThr
     ASSERT_NE(bf16.compiled.message.find("needs a CPU with AVX-512"), std::string::npos) << bf16.compiled.message;
     GTEST_SKIP() << "float32 passed; this CPU cannot run mixed_bfloat16: " << bf16.compiled.message;
   }
+  EXPECT_EQ(fused_away_at_compile(g, "mixed_bfloat16"), "fused into their readers: c1, c2, c3");
   const ChunkStepResult bf16_whole = two_chunk_steps(kOneThread, "mixed_bfloat16", g);
   expect_near_all(bf16.logits, bf16_whole.logits, 3e-2, "bf16 logits");
   const ChunkStepResult bf16_again = two_chunk_steps(json{{"threads", 2}}, "mixed_bfloat16", g);
@@ -182,7 +203,7 @@ TEST(OnednnBatchChunks, PoolsInTheirConvolutionsChunksMatchTheWholeBatchOnOneThr
 }
 
 // A convolution fused with its pool has no output of its own; tapped, it is built apart again and the tap sees
-// what one thread computes.
+// what one thread computes. A training forward whose plan that rebuild dropped is gone: backward says so.
 TEST(OnednnBatchChunks, ATappedConvolutionBeforeAPoolIsStillSeen) {
   const json g = pooled_convolution_graph();
   std::map<std::string, std::vector<float>> seen[2];
@@ -192,11 +213,18 @@ TEST(OnednnBatchChunks, ATappedConvolutionBeforeAPoolIsStillSeen) {
     ASSERT_TRUE(h.compile(g, adam_options(32)).ok());
     Example params = random_params(g, 41, 0.3f);
     ASSERT_TRUE(h.set_state("parameters", params).ok());
-    TapLog log;
-    ASSERT_TRUE(h.set_taps(json::array({"c1", "p1"}), &record_tap, &log).ok());
     std::mt19937 rng(7);
     Example batch = separable_batch(32, {12, 12, 1}, rng), out;
     ASSERT_TRUE(h.forward(batch, out, true).ok());
+    TapLog log;
+    ASSERT_TRUE(h.set_taps(json::array({"c1", "p1"}), &record_tap, &log).ok());
+    if (k == 0) {
+      const Status dropped = h.backward();
+      EXPECT_EQ(dropped.code, RAMJET_ERR_INVALID_ARGUMENT) << dropped.message;
+      EXPECT_NE(dropped.message.find("no training forward"), std::string::npos) << dropped.message;
+    }
+    ASSERT_TRUE(h.forward(batch, out, true).ok());
+    EXPECT_TRUE(h.backward().ok());
     seen[k] = log.seen;
   }
   ASSERT_EQ(seen[0].count("c1"), 1u);
@@ -214,6 +242,7 @@ TEST(OnednnBatchChunks, TheCnnsPoolsRunInTheirConvolutionsChunks) {
   auto manifest = nlohmann::json::parse(read_file(source_dir() / "examples/fashion_mnist/train.json"));
   manifest.erase("export");
   manifest["train"]["backend"] = {{"type", "cpu"}, {"threads", 2}};
+  manifest["train"]["precision"] = "float32";  // every CPU runs it (bf16 needs AVX-512)
   manifest["train"]["epochs"] = 1;
   manifest["train"]["checkpoint"]["dir"] = (dir / "checkpoints").string();
   manifest["data"]["train"]["take"] = 256;

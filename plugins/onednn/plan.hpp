@@ -27,6 +27,8 @@ class Plan {
   bool has_backward() const { return backward_; }
   // Bytes of the arena this plan's buffers span.
   size_t arena_bytes() const { return arena_bytes_; }
+  // The nodes whose values this plan never makes, fused into their one reader's layer.
+  const std::set<std::string>& fused_away() const { return absorbed_; }
   Loss* loss() { return loss_.get(); }
 
   // Copies the host's [N, ...] float32 tensor into graph input `index` (checked by the caller).
@@ -37,8 +39,9 @@ class Plan {
   // Back-propagates scale * loss (the loss forward must have run).
   void backward(const Exec& exec, float scale);
 
-  // Taps: the named values, copied to the host's layout after each forward. A batch norm fused with its activation
-  // has no value of its own to tap: can_tap says whether this plan holds every named value.
+  // Taps: the named values, copied to the host's layout after each forward. A batch norm fused with its activation,
+  // or a convolution with its pool, has no value of its own to tap: can_tap says whether this plan holds every
+  // named value.
   bool can_tap(const std::vector<std::string>& names) const;
   void set_taps(const std::vector<std::string>& names);
   void run_taps(const Exec& exec, ramjet_tap_fn fn, void* user);

@@ -102,11 +102,13 @@ Plan& Program::plan_for(int64_t batch, bool training, int threads) {
   if (!taps_.empty()) plan->set_taps(taps_);
   arena_bytes_ = std::max(arena_bytes_, plan->arena_bytes());
   // At debug: every rank of a distributed run builds its plans, and the host shows only rank 0's progress.
-  char line[160];
+  char line[200];
   std::snprintf(line, sizeof line, "%s batch %lld, %d threads: %.1f MB of activations%s and workspaces; %.1f MB for all %zu plans "
                 "so far (they share one arena)", training ? "training" : "inference", static_cast<long long>(batch), threads,
                 plan->arena_bytes() / 1e6, training ? ", gradients" : "", arena_bytes_ / 1e6, plans_.size() + 1);
-  ramjet::log(RAMJET_LOG_DEBUG, "onednn", line);
+  std::string fused;
+  for (const std::string& name : plan->fused_away()) fused += (fused.empty() ? "; fused into their readers: " : ", ") + name;
+  ramjet::log(RAMJET_LOG_DEBUG, "onednn", line + fused);
   return *plans_.emplace(std::make_tuple(batch, training, threads), std::move(plan)).first->second;
 }
 
@@ -261,8 +263,14 @@ void Program::set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, 
   tap_user_ = user;
   // Inference plans reuse a value's memory once read, and a plan may have fused a tapped batch norm with its
   // activation: those are built again, keeping the tapped values.
-  for (auto it = plans_.begin(); it != plans_.end();)
-    it = std::get<1>(it->first) && it->second->can_tap(taps_) ? std::next(it) : plans_.erase(it);
+  for (auto it = plans_.begin(); it != plans_.end();) {
+    if (std::get<1>(it->first) && it->second->can_tap(taps_)) {
+      ++it;
+      continue;
+    }
+    if (it->second.get() == trained_) trained_ = nullptr;  // backward then asks for a training forward again
+    it = plans_.erase(it);
+  }
   for (auto& [key, plan] : plans_) plan->set_taps(taps_);
 }
 

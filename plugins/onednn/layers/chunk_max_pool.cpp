@@ -11,8 +11,8 @@ namespace onednn {
 namespace {
 
 // Sixteen bytes at a time through GCC's vector types (one SSE register, in the baseline the build targets), the
-// rest one by one. bf16 is compared as its bits read as int16: a negative number below -0.0 with a finite or
-// infinite magnitude is at most -128 (0xFF80, -inf); a positive finite number or +inf lies in [1, 0x7F80].
+// rest one by one. bf16 is compared as its bits read as int16: a positive finite number or +inf lies in
+// [1, 0x7F80]; zeros, negative numbers and NaNs do not.
 typedef float F4 __attribute__((vector_size(16)));
 typedef int16_t S8 __attribute__((vector_size(16)));
 
@@ -40,10 +40,10 @@ void by_vectors(T* data, const T* other, size_t count, Step step) {
 void relu_in_place(void* data, size_t bytes, dt type) {
   if (type == dt::bf16) {
     auto* d = static_cast<int16_t*>(data);
-    return by_vectors<int16_t, S8>(d, d, bytes / 2, [](S8 v, S8) { return v <= -128 ? S8{} : v; });
+    return by_vectors<int16_t, S8>(d, d, bytes / 2, [](S8 v, S8) { return (v > 0) & (v <= 0x7F80) ? v : S8{}; });
   }
   auto* d = static_cast<float*>(data);
-  by_vectors<float, F4>(d, d, bytes / 4, [](F4 v, F4) { return v < 0 ? F4{} : v; });
+  by_vectors<float, F4>(d, d, bytes / 4, [](F4 v, F4) { return v > 0 ? v : F4{}; });
 }
 
 void relu_backward_in_place(const void* relu_out, void* diff, size_t bytes, dt type) {
