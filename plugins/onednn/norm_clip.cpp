@@ -226,9 +226,9 @@ bool parallel(const ChannelRuns& r) { return r.groups() * r.lanes * r.count() >=
 constexpr int kRunsPerHandout = 4;
 
 // Calls run(group, example) for every run, a few runs at a time to whichever thread is free (a thread sharing its
-// CPU with another process takes fewer), in the order the runs lie in memory or in its reverse. Two passes over a tensor larger than the cache go one way and then the other, so that the second
-// starts where the first ended, on what the cache still holds (and the first pass starts at the end its producer
-// wrote last).
+// CPU with another process takes fewer), in the order the runs lie in memory or in its reverse. Two passes over a
+// tensor larger than the cache go one way and then the other, so that the second starts where the first ended, on
+// what the cache still holds (and the first pass starts at the end its producer wrote last).
 template <class Run>
 void for_each_run(const ChannelRuns& r, bool reverse, Run run) {
   const int64_t groups = r.groups(), total = groups * r.examples;

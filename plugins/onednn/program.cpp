@@ -262,7 +262,7 @@ void Program::set_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, 
   tap_fn_ = names.empty() ? nullptr : fn;
   tap_user_ = user;
   // Inference plans reuse a value's memory once read, and a plan may have fused a tapped batch norm with its
-  // activation: those are built again, keeping the tapped values.
+  // activation, or a tapped convolution with its pool: those are built again, keeping the tapped values.
   for (auto it = plans_.begin(); it != plans_.end();) {
     if (std::get<1>(it->first) && it->second->can_tap(taps_)) {
       ++it;

@@ -186,11 +186,9 @@ class ChunkedConv2D : public Layer {
     for_each_chunk(chunks_, lane_count(), [&](int64_t c, int i) {
       Lane& lane = lanes_[static_cast<size_t>(i)];
       lane.src.set_data_handle(src + c * src_bytes_);
-      if (!pooled_) {
-        lane.dst.set_data_handle(dst + c * dst_bytes_);
-        return Exec::run_on(lane.stream, forward_, lane.forward_args);
-      }
+      if (!pooled_) lane.dst.set_data_handle(dst + c * dst_bytes_);  // pooled, it stays the lane's own buffer
       Exec::run_on(lane.stream, forward_, lane.forward_args);
+      if (!pooled_) return;
       lane.pooled.set_data_handle(pooled + c * pooled_bytes_);
       if (workspace) lane.workspace.set_data_handle(workspace + c * workspace_bytes_);
       Exec::run_on(lane.stream, pool_forward_, lane.pool_forward_args);
