@@ -57,6 +57,19 @@ json pooled_convolution_graph() {
       .classifier("fc");
 }
 
+// A valid 3x3 convolution whose 9 x 9 x 32 input needs a gradient: Winograd's 4 x 4 tiles cover 8 x 8 of it, so
+// its backward-data is the tiles plus a border row and column (layers/winograd_border.hpp) on CPUs with AVX-512.
+json border_convolution_graph() {
+  return Ir()
+      .input("x", {9, 9, 1})
+      .conv("stem", "x", 1, {9, 9, 32},
+            {{"filters", 32}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "relu"}})
+      .conv("edge", "stem", 32, {7, 7, 16}, {{"filters", 16}, {"kernel", {3, 3}}, {"activation", "relu"}})
+      .node("flat", "flatten", {"edge"}, {784})
+      .dense("fc", "flat", 784, 3)
+      .classifier("fc");
+}
+
 struct ChunkStepResult {
   Status compiled;
   std::vector<float> logits;
@@ -66,7 +79,7 @@ struct ChunkStepResult {
 // Two training steps of the graph from the same parameters and batches; the second step's logits and gradients
 // (after one update, so the weights' copies in the primitives' layouts were refreshed).
 ChunkStepResult two_chunk_steps(const json& config, const char* precision,
-                                const json& g = chunked_convolution_graph()) {
+                                const json& g = chunked_convolution_graph(), const Shape& image = {12, 12, 1}) {
   ChunkStepResult r;
   Harness h(config);
   json options = adam_options(32);
@@ -78,7 +91,7 @@ ChunkStepResult two_chunk_steps(const json& config, const char* precision,
   EXPECT_TRUE(h.set_state("parameters", params).ok());
   for (uint32_t step = 1; step <= 2; ++step) {
     std::mt19937 rng(100 + step);
-    Example batch = separable_batch(32, {12, 12, 1}, rng), out;
+    Example batch = separable_batch(32, image, rng), out;
     const Status f = h.forward(batch, out, true);
     EXPECT_TRUE(f.ok()) << f.message;
     EXPECT_TRUE(h.backward().ok());
@@ -142,6 +155,19 @@ TEST(OnednnBatchChunks, Bf16ConvolutionsInChunksAgreeWithTheWholeBatchAndRepeatE
   const ChunkStepResult whole = two_chunk_steps(kOneThread, "mixed_bfloat16");
   expect_near_all(chunked.logits, whole.logits, 3e-2, "logits");
   const ChunkStepResult again = two_chunk_steps(json{{"threads", 2}}, "mixed_bfloat16");
+  EXPECT_EQ(again.logits, chunked.logits);
+  EXPECT_EQ(again.gradients, chunked.gradients);
+}
+
+TEST(OnednnBatchChunks, AnInputGradientAsWinogradTilesAndABorderMatchesTheWholeBatch) {
+  const json g = border_convolution_graph();
+  const ChunkStepResult chunked = two_chunk_steps(json{{"threads", 2}}, "float32", g, {9, 9, 1});
+  ASSERT_TRUE(chunked.compiled.ok()) << chunked.compiled.message;
+  const ChunkStepResult whole = two_chunk_steps(kOneThread, "float32", g, {9, 9, 1});
+  ASSERT_EQ(chunked.gradients.size(), whole.gradients.size());
+  // The stem's gradients are made from the input gradient of "edge", its border included.
+  expect_chunk_steps_close(chunked, whole, 2e-4);
+  const ChunkStepResult again = two_chunk_steps(json{{"threads", 2}}, "float32", g, {9, 9, 1});
   EXPECT_EQ(again.logits, chunked.logits);
   EXPECT_EQ(again.gradients, chunked.gradients);
 }
@@ -269,4 +295,22 @@ TEST(OnednnBatchChunks, TheCnnsPoolsRunInTheirConvolutionsChunks) {
   // 2 training steps x 2 pools x 8 chunks, forward and backward.
   EXPECT_EQ(chunked, 2 * 2 * 8 * 2);
   EXPECT_EQ(whole, "") << "pools or relus over the whole batch";
+}
+
+// The same CNN in float32: the second convolution's input gradient (13 x 13 x 32) is Winograd's tiles over its top
+// left 12 x 12 (a forward convolution of 64 channels into 32) and a border, never oneDNN's backward-data, whose
+// tiles would cover 16 x 16.
+TEST(OnednnBatchChunks, TheCnnsInputGradientIsWinogradTilesAndABorder) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the border needs AVX-512, which this CPU lacks";
+  int tiles = 0;
+  std::string backward_data;
+  for (const std::string& line : training_primitives_run("examples/fashion_mnist/train.json", "float32")) {
+    if (line.find(",convolution,jit_wino") != std::string::npos && line.find(",forward_training,") != std::string::npos &&
+        line.find("mb16_ic64oc32_ih12oh12") != std::string::npos)
+      ++tiles;
+    if (line.find(",backward_data,") != std::string::npos && line.find("ic32oc64_ih13oh11") != std::string::npos)
+      backward_data += line + "\n";
+  }
+  EXPECT_EQ(tiles, 2 * 8) << "2 training steps x 8 chunks";
+  EXPECT_EQ(backward_data, "");
 }

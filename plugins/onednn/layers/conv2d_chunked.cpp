@@ -14,8 +14,11 @@
 #include "chunk_max_pool.hpp"
 #include "conv2d_choice.hpp"
 #include "registry.hpp"
+#include "winograd_border.hpp"
 
+#include <cstring>
 #include <optional>
+#include <string>
 
 namespace onednn {
 namespace {
@@ -27,6 +30,7 @@ struct ChunkConvPrimitives {
   dnnl::convolution_forward::primitive_desc forward;
   dnnl::convolution_backward_weights::primitive_desc weights;  // a training plan's
   dnnl::convolution_backward_data::primitive_desc data;        // where the input needs a gradient
+  std::optional<WinogradBorder> border;  // in place of `data` where Winograd's tiles would not fit the input
 };
 
 std::optional<ChunkConvPrimitives> chunk_conv_primitives(const NodeSpec& node, const LayerBuilder& b,
@@ -85,6 +89,8 @@ std::optional<ChunkConvPrimitives> chunk_conv_primitives(const NodeSpec& node, c
           {a, src, wei_any, dst, strides, dilates, pad_l, pad_r}, b.attr(), b.engine(), p.forward);
     });
     if (is_reference(p.data) || p.data.diff_src_desc() != src || p.data.diff_dst_desc() != dst) return std::nullopt;
+    if (type == dt::f32 && std::string(p.data.impl_info_str()).find("wino") != std::string::npos)
+      p.border = winograd_border(g, src, dst, b.attr(), b.engine());
     return p;
   } catch (const dnnl::error&) {
     return std::nullopt;  // conv2d.cpp's layer builds it, or says why it cannot
@@ -128,7 +134,14 @@ class ChunkedConv2D : public Layer {
       ThreadScope one(1);  // the kernels for the one thread that runs a chunk, as their descriptors were
       forward_ = dnnl::convolution_forward(p.forward);
       if (weights) backward_weights_ = dnnl::convolution_backward_weights(p.weights);
-      if (data) backward_data_ = dnnl::convolution_backward_data(p.data);
+      if (data && p.border) {
+        border_ = p.border;
+        tiles_ = dnnl::convolution_forward(border_->tiles);
+        fill_ = dnnl::reorder(border_->fill);
+        place_ = dnnl::reorder(border_->place);
+      } else if (data) {
+        backward_data_ = dnnl::convolution_backward_data(p.data);
+      }
       if (pool) {
         pool_forward_ = dnnl::pooling_forward(pool->forward);
         if (weights) pool_backward_ = dnnl::pooling_backward(pool->backward);
@@ -143,7 +156,17 @@ class ChunkedConv2D : public Layer {
         if (bias) bias_parts_.push_back(b.transient_grad(p.weights.diff_bias_desc()));
       }
     }
-    if (data) data_weights = kernel_.compute(p.data.weights_desc());
+    if (border_) {
+      kernel_param_ = &kernel;
+      flipped_.resize(static_cast<size_t>(9 * C * F));
+      taps_.resize(flipped_.size());
+      flipped_oihw_ = dnnl::memory({{C, F, 3, 3}, dt::f32, tag::oihw}, b.engine(), flipped_.data());
+      flipped_tiles_ = dnnl::memory(border_->tiles.weights_desc(), b.engine());
+      ThreadScope one(1);
+      flip_reorder_ = dnnl::reorder(flipped_oihw_, flipped_tiles_);
+    } else if (data) {
+      data_weights = kernel_.compute(p.data.weights_desc());
+    }
 
     // Each lane's views of its current chunk; their handles move to the chunk a thread takes.
     const dnnl::engine& engine = b.engine();
@@ -166,7 +189,8 @@ class ChunkedConv2D : public Layer {
         }
         b.use_lane_scratchpad(p.weights, lane.weights_args, static_cast<int>(i));
       }
-      if (data) {
+      if (border_) add_border_args(b, lane, static_cast<int>(i));
+      if (data && !border_) {
         lane.diff_src = dnnl::memory(src, engine, DNNL_MEMORY_NONE);
         lane.data_args = {{DNNL_ARG_DIFF_DST, lane.dst}, {DNNL_ARG_WEIGHTS, data_weights},
                           {DNNL_ARG_DIFF_SRC, lane.diff_src}};
@@ -207,7 +231,11 @@ class ChunkedConv2D : public Layer {
     char* workspace = workspace_ ? static_cast<char*>(workspace_.get_data_handle()) : nullptr;
     const bool data = in_.needs_grad();  // not for the first layer: no one wants d loss / d image
     char* diff_src = data ? static_cast<char*>(in_.begin_diff().get_data_handle()) : nullptr;
-    if (data) kernel_.refresh(exec);
+    if (data && !border_) kernel_.refresh(exec);
+    if (data && border_) {  // the two parts' kernels from this step's weights
+      border_kernels(kernel_param_->data(), border_->C, border_->F, flipped_.data(), taps_.data());
+      Exec::run_on(lanes_[0].stream, flip_reorder_, {{DNNL_ARG_FROM, flipped_oihw_}, {DNNL_ARG_TO, flipped_tiles_}});
+    }
     // The `dst` views carry the output's gradient here: a pooled chunk's, rebuilt in the lane's own buffer.
     for_each_chunk(chunks_, lane_count(), [&](int64_t c, int i) {
       Lane& lane = lanes_[static_cast<size_t>(i)];
@@ -227,6 +255,16 @@ class ChunkedConv2D : public Layer {
       if (bias_grad_) lane.diff_bias.set_data_handle(bias_parts_[static_cast<size_t>(c)].get_data_handle());
       Exec::run_on(lane.stream, backward_weights_, lane.weights_args);
       if (!data) return;
+      if (border_) {
+        char* chunk_diff_src = diff_src + c * src_bytes_;
+        Exec::run_on(lane.stream, fill_, {{DNNL_ARG_FROM, lane.dst}, {DNNL_ARG_TO, lane.padded_interior}});
+        Exec::run_on(lane.stream, tiles_, lane.tiles_args);
+        lane.corner.set_data_handle(chunk_diff_src);
+        Exec::run_on(lane.stream, place_, {{DNNL_ARG_FROM, lane.tiles_out}, {DNNL_ARG_TO, lane.corner}});
+        border_backward_data(*border_, static_cast<const float*>(lane.dst.get_data_handle()), taps_.data(),
+                             reinterpret_cast<float*>(chunk_diff_src));
+        return;
+      }
       lane.diff_src.set_data_handle(diff_src + c * src_bytes_);
       Exec::run_on(lane.stream, backward_data_, lane.data_args);
     });
@@ -246,6 +284,10 @@ class ChunkedConv2D : public Layer {
     Args forward_args, weights_args, data_args;
     dnnl::memory pooled, pooled_diff, workspace;  // with a pool: views of the chunk's share of the pool's output
     Args pool_forward_args, pool_backward_args;
+    // With a Winograd border: the lane's zero-bordered output gradient (`padded`, written through
+    // `padded_interior`), the tiles' output, and the view of the chunk's input gradient it goes to.
+    dnnl::memory padded, padded_interior, tiles_out, corner;
+    Args tiles_args;
   };
   int lane_count() const { return static_cast<int>(lanes_.size()); }
 
@@ -268,6 +310,17 @@ class ChunkedConv2D : public Layer {
     b.use_lane_scratchpad(pool.backward, lane.pool_backward_args, i);
   }
 
+  void add_border_args(LayerBuilder& b, Lane& lane, int i) {
+    const dnnl::engine& engine = b.engine();
+    lane.padded = dnnl::memory(border_->padded, engine);
+    std::memset(lane.padded.get_data_handle(), 0, border_->padded.get_size());  // the border stays zero
+    lane.padded_interior = dnnl::memory(border_->padded_interior, engine, lane.padded.get_data_handle());
+    lane.tiles_out = dnnl::memory(border_->tiles.dst_desc(), engine);
+    lane.corner = dnnl::memory(border_->corner, engine, DNNL_MEMORY_NONE);
+    lane.tiles_args = {{DNNL_ARG_SRC, lane.padded}, {DNNL_ARG_WEIGHTS, flipped_tiles_}, {DNNL_ARG_DST, lane.tiles_out}};
+    b.use_lane_scratchpad(border_->tiles, lane.tiles_args, i);
+  }
+
   Edge in_;
   Value* out_ = nullptr;
   PostActivation act_;
@@ -282,6 +335,13 @@ class ChunkedConv2D : public Layer {
   dnnl::convolution_forward forward_;
   dnnl::convolution_backward_weights backward_weights_;
   dnnl::convolution_backward_data backward_data_;
+  // The input gradient as Winograd tiles plus a border (winograd_border.hpp), in place of backward_data_.
+  std::optional<WinogradBorder> border_;
+  Param* kernel_param_ = nullptr;
+  std::vector<float> flipped_, taps_;  // the kernel as the two parts read it, refreshed each backward
+  dnnl::memory flipped_oihw_, flipped_tiles_;
+  dnnl::reorder flip_reorder_, fill_, place_;
+  dnnl::convolution_forward tiles_;
   int64_t chunks_;
   size_t src_bytes_ = 0, dst_bytes_ = 0, pooled_bytes_ = 0, workspace_bytes_ = 0;  // one chunk's
   std::vector<dnnl::memory> kernel_parts_, bias_parts_;  // each chunk's weight gradient
