@@ -164,6 +164,7 @@ class ChunkedConv2D : public Layer {
       flipped_tiles_ = dnnl::memory(border_->tiles.weights_desc(), b.engine());
       ThreadScope one(1);
       flip_reorder_ = dnnl::reorder(flipped_oihw_, flipped_tiles_);
+      flip_args_ = {{DNNL_ARG_FROM, flipped_oihw_}, {DNNL_ARG_TO, flipped_tiles_}};
     } else if (data) {
       data_weights = kernel_.compute(p.data.weights_desc());
     }
@@ -234,7 +235,7 @@ class ChunkedConv2D : public Layer {
     if (data && !border_) kernel_.refresh(exec);
     if (data && border_) {  // the two parts' kernels from this step's weights
       border_kernels(kernel_param_->data(), border_->C, border_->F, flipped_.data(), taps_.data());
-      Exec::run_on(lanes_[0].stream, flip_reorder_, {{DNNL_ARG_FROM, flipped_oihw_}, {DNNL_ARG_TO, flipped_tiles_}});
+      Exec::run_on(lanes_[0].stream, flip_reorder_, flip_args_);
     }
     // The `dst` views carry the output's gradient here: a pooled chunk's, rebuilt in the lane's own buffer.
     for_each_chunk(chunks_, lane_count(), [&](int64_t c, int i) {
@@ -257,10 +258,10 @@ class ChunkedConv2D : public Layer {
       if (!data) return;
       if (border_) {
         char* chunk_diff_src = diff_src + c * src_bytes_;
-        Exec::run_on(lane.stream, fill_, {{DNNL_ARG_FROM, lane.dst}, {DNNL_ARG_TO, lane.padded_interior}});
+        Exec::run_on(lane.stream, fill_, lane.fill_args);
         Exec::run_on(lane.stream, tiles_, lane.tiles_args);
         lane.corner.set_data_handle(chunk_diff_src);
-        Exec::run_on(lane.stream, place_, {{DNNL_ARG_FROM, lane.tiles_out}, {DNNL_ARG_TO, lane.corner}});
+        Exec::run_on(lane.stream, place_, lane.place_args);
         border_backward_data(*border_, static_cast<const float*>(lane.dst.get_data_handle()), taps_.data(),
                              reinterpret_cast<float*>(chunk_diff_src));
         return;
@@ -287,7 +288,7 @@ class ChunkedConv2D : public Layer {
     // With a Winograd border: the lane's zero-bordered output gradient (`padded`, written through
     // `padded_interior`), the tiles' output, and the view of the chunk's input gradient it goes to.
     dnnl::memory padded, padded_interior, tiles_out, corner;
-    Args tiles_args;
+    Args fill_args, tiles_args, place_args;  // built once: a step allocates nothing
   };
   int lane_count() const { return static_cast<int>(lanes_.size()); }
 
@@ -317,7 +318,9 @@ class ChunkedConv2D : public Layer {
     lane.padded_interior = dnnl::memory(border_->padded_interior, engine, lane.padded.get_data_handle());
     lane.tiles_out = dnnl::memory(border_->tiles.dst_desc(), engine);
     lane.corner = dnnl::memory(border_->corner, engine, DNNL_MEMORY_NONE);
+    lane.fill_args = {{DNNL_ARG_FROM, lane.dst}, {DNNL_ARG_TO, lane.padded_interior}};
     lane.tiles_args = {{DNNL_ARG_SRC, lane.padded}, {DNNL_ARG_WEIGHTS, flipped_tiles_}, {DNNL_ARG_DST, lane.tiles_out}};
+    lane.place_args = {{DNNL_ARG_FROM, lane.tiles_out}, {DNNL_ARG_TO, lane.corner}};
     b.use_lane_scratchpad(border_->tiles, lane.tiles_args, i);
   }
 
@@ -340,6 +343,7 @@ class ChunkedConv2D : public Layer {
   Param* kernel_param_ = nullptr;
   std::vector<float> flipped_, taps_;  // the kernel as the two parts read it, refreshed each backward
   dnnl::memory flipped_oihw_, flipped_tiles_;
+  Args flip_args_;
   dnnl::reorder flip_reorder_, fill_, place_;
   dnnl::convolution_forward tiles_;
   int64_t chunks_;
