@@ -314,3 +314,23 @@ TEST(OnednnBatchChunks, TheCnnsInputGradientIsWinogradTilesAndABorder) {
   EXPECT_EQ(tiles, 2 * 8) << "2 training steps x 8 chunks";
   EXPECT_EQ(backward_data, "");
 }
+
+// The same CNN in mixed_bfloat16: where oneDNN's bf16 weight-gradient kernel is the direct AVX-512 one (not AMX's),
+// the second convolution's weight gradient is float32 Winograd on float32 copies of each chunk.
+TEST(OnednnBatchChunks, TheCnnsBf16WeightGradientIsFloat32WinogradWithoutAmx) {
+  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
+    GTEST_SKIP() << "this CPU cannot run mixed_bfloat16 (no AVX-512)";
+  int winograd = 0, amx = 0;
+  std::string other;
+  for (const std::string& line : training_primitives_run("examples/fashion_mnist/train.json", "mixed_bfloat16")) {
+    if (line.find(",backward_weights,") == std::string::npos || line.find("ic32oc64_ih13oh11") == std::string::npos)
+      continue;
+    if (line.find(",jit_wino") != std::string::npos && line.find("src_f32") != std::string::npos) ++winograd;
+    else if (line.find("amx") != std::string::npos) ++amx;
+    else other += line + "\n";
+  }
+  if (amx > 0) GTEST_SKIP() << "this CPU's bf16 weight gradient is AMX's: the float32 copies do not apply";
+  EXPECT_EQ(winograd, 2 * 8) << "2 training steps x 8 chunks";
+  EXPECT_EQ(other, "");
+}

@@ -31,7 +31,42 @@ struct ChunkConvPrimitives {
   dnnl::convolution_backward_weights::primitive_desc weights;  // a training plan's
   dnnl::convolution_backward_data::primitive_desc data;        // where the input needs a gradient
   std::optional<WinogradBorder> border;  // in place of `data` where Winograd's tiles would not fit the input
+  bool weights_from_f32 = false;  // bf16 maps: `weights` is float32 Winograd on float32 copies of the chunk
 };
+
+// A bf16 layout with float32 values: the same dims, format and strides.
+md as_f32(const md& desc) {
+  dnnl_memory_desc_t d = desc.data;
+  d.data_type = dnnl_f32;
+  return md(d);
+}
+
+// The weight gradient of a chunk of bf16 maps as float32 Winograd on float32 copies, where oneDNN's bf16 kernel is
+// the direct AVX-512 one (not AMX's): on the CNN's 32 -> 64 convolution (one Zen 4 core, 16 examples) 0.35 ms
+// plus 0.02 for the two copies, against 0.42 for the bf16 kernel. Nullopt where Winograd does not apply.
+std::optional<dnnl::convolution_backward_weights::primitive_desc> f32_winograd_weights(
+    const ConvGeometry& g, const md& src, const md& dst, const md& bias, const dnnl::convolution_backward_weights::primitive_desc& bf16,
+    const LayerBuilder& b) {
+  if (std::string(bf16.impl_info_str()) != "jit_bf16:avx512_core_bf16" || !winograd_pays(g, dt::f32, false, true))
+    return std::nullopt;
+  const md src32 = as_f32(src), dst32 = as_f32(dst);
+  const dnnl::memory::dims wdims = hwio_kernel_md(g.kernel[0], g.kernel[1], g.C, g.F, g.G, dt::f32).dims();
+  const md wei_any(wdims, dt::f32, tag::any);
+  try {
+    const dnnl::convolution_forward::primitive_desc hint(
+        {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd, src32, wei_any, bias, dst32,
+         {1, 1}, {0, 0}, {g.padding[0], g.padding[2]}, {g.padding[1], g.padding[3]}},
+        b.attr(), b.engine());
+    dnnl::convolution_backward_weights::primitive_desc pd(
+        {dnnl::algorithm::convolution_winograd, src32, wei_any, bias, dst32, {1, 1}, {0, 0},
+         {g.padding[0], g.padding[2]}, {g.padding[1], g.padding[3]}},
+        b.attr(), b.engine(), hint);
+    if (is_reference(pd) || pd.src_desc() != src32 || pd.diff_dst_desc() != dst32) return std::nullopt;
+    return pd;
+  } catch (const dnnl::error&) {
+    return std::nullopt;
+  }
+}
 
 std::optional<ChunkConvPrimitives> chunk_conv_primitives(const NodeSpec& node, const LayerBuilder& b,
                                                          const ConvGeometry& g, const PostActivation& act) {
@@ -83,6 +118,11 @@ std::optional<ChunkConvPrimitives> chunk_conv_primitives(const NodeSpec& node, c
     if (is_reference(p.weights) || p.weights.src_desc() != src || p.weights.diff_dst_desc() != dst ||
         (type == dt::bf16 && f32_weight_gradient_pays(g, p.weights)))
       return std::nullopt;
+    if (type == dt::bf16)
+      if (auto f32 = f32_winograd_weights(g, src, dst, bias_md, p.weights, b)) {
+        p.weights = *f32;
+        p.weights_from_f32 = true;
+      }
     if (!b.input(0).needs_grad) return p;
     p.data = with_algorithm([&](dnnl::algorithm a) {
       return dnnl::convolution_backward_data::primitive_desc(
@@ -134,6 +174,13 @@ class ChunkedConv2D : public Layer {
       ThreadScope one(1);  // the kernels for the one thread that runs a chunk, as their descriptors were
       forward_ = dnnl::convolution_forward(p.forward);
       if (weights) backward_weights_ = dnnl::convolution_backward_weights(p.weights);
+      if (weights && p.weights_from_f32) {
+        widen_src_ = dnnl::reorder(dnnl::reorder::primitive_desc(b.engine(), p.forward.src_desc(), b.engine(),
+                                                                 p.weights.src_desc()));
+        widen_dst_ = dnnl::reorder(dnnl::reorder::primitive_desc(b.engine(), p.forward.dst_desc(), b.engine(),
+                                                                 p.weights.diff_dst_desc()));
+        weights_from_f32_ = true;
+      }
       if (data && p.border) {
         border_ = p.border;
         tiles_ = dnnl::convolution_forward(border_->tiles);
@@ -184,6 +231,14 @@ class ChunkedConv2D : public Layer {
         lane.diff_weights = dnnl::memory(p.weights.diff_weights_desc(), engine, DNNL_MEMORY_NONE);
         lane.weights_args = {{DNNL_ARG_SRC, lane.src}, {DNNL_ARG_DIFF_DST, lane.dst},
                              {DNNL_ARG_DIFF_WEIGHTS, lane.diff_weights}};
+        if (p.weights_from_f32) {  // the chunk's maps copied to float32 first
+          lane.src32 = dnnl::memory(p.weights.src_desc(), engine);
+          lane.dst32 = dnnl::memory(p.weights.diff_dst_desc(), engine);
+          lane.widen_src_args = {{DNNL_ARG_FROM, lane.src}, {DNNL_ARG_TO, lane.src32}};
+          lane.widen_dst_args = {{DNNL_ARG_FROM, lane.dst}, {DNNL_ARG_TO, lane.dst32}};
+          lane.weights_args[DNNL_ARG_SRC] = lane.src32;
+          lane.weights_args[DNNL_ARG_DIFF_DST] = lane.dst32;
+        }
         if (bias) {
           lane.diff_bias = dnnl::memory(p.weights.diff_bias_desc(), engine, DNNL_MEMORY_NONE);
           lane.weights_args[DNNL_ARG_DIFF_BIAS] = lane.diff_bias;
@@ -254,6 +309,10 @@ class ChunkedConv2D : public Layer {
       }
       lane.diff_weights.set_data_handle(kernel_parts_[static_cast<size_t>(c)].get_data_handle());
       if (bias_grad_) lane.diff_bias.set_data_handle(bias_parts_[static_cast<size_t>(c)].get_data_handle());
+      if (weights_from_f32_) {
+        Exec::run_on(lane.stream, widen_src_, lane.widen_src_args);
+        Exec::run_on(lane.stream, widen_dst_, lane.widen_dst_args);
+      }
       Exec::run_on(lane.stream, backward_weights_, lane.weights_args);
       if (!data) return;
       if (border_) {
@@ -289,6 +348,9 @@ class ChunkedConv2D : public Layer {
     // `padded_interior`), the tiles' output, and the view of the chunk's input gradient it goes to.
     dnnl::memory padded, padded_interior, tiles_out, corner;
     Args fill_args, tiles_args, place_args;  // built once: a step allocates nothing
+    // bf16 maps with a float32 weight gradient: the chunk's input and output gradient in float32.
+    dnnl::memory src32, dst32;
+    Args widen_src_args, widen_dst_args;
   };
   int lane_count() const { return static_cast<int>(lanes_.size()); }
 
@@ -338,6 +400,8 @@ class ChunkedConv2D : public Layer {
   dnnl::convolution_forward forward_;
   dnnl::convolution_backward_weights backward_weights_;
   dnnl::convolution_backward_data backward_data_;
+  bool weights_from_f32_ = false;
+  dnnl::reorder widen_src_, widen_dst_;  // bf16 -> float32 copies for the weight gradient
   // The input gradient as Winograd tiles plus a border (winograd_border.hpp), in place of backward_data_.
   std::optional<WinogradBorder> border_;
   Param* kernel_param_ = nullptr;
