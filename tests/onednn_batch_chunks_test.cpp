@@ -170,6 +170,18 @@ TEST(OnednnBatchChunks, AnInputGradientAsWinogradTilesAndABorderMatchesTheWholeB
   const ChunkStepResult again = two_chunk_steps(json{{"threads", 2}}, "float32", g, {9, 9, 1});
   EXPECT_EQ(again.logits, chunked.logits);
   EXPECT_EQ(again.gradients, chunked.gradients);
+
+  // In mixed_bfloat16 the same convolution's weight gradient is float32 Winograd on float32 copies of each chunk
+  // (a 7 x 7 output, where the bf16 kernel is the slower, on CPUs whose bf16 kernel is not AMX's): against float32
+  // on one thread within bf16's precision, and bit for bit from run to run.
+  const ChunkStepResult bf16 = two_chunk_steps(json{{"threads", 2}}, "mixed_bfloat16", g, {9, 9, 1});
+  if (!bf16.compiled.ok()) {
+    ASSERT_NE(bf16.compiled.message.find("needs a CPU with AVX-512"), std::string::npos) << bf16.compiled.message;
+    GTEST_SKIP() << "float32 passed; this CPU cannot run mixed_bfloat16: " << bf16.compiled.message;
+  }
+  expect_near_all(bf16.gradients.at("edge/kernel"), whole.gradients.at("edge/kernel"), 3e-2, "bf16 edge/kernel");
+  const ChunkStepResult bf16_again = two_chunk_steps(json{{"threads", 2}}, "mixed_bfloat16", g, {9, 9, 1});
+  EXPECT_EQ(bf16_again.gradients, bf16.gradients);
 }
 
 namespace {

@@ -42,13 +42,18 @@ md as_f32(const md& desc) {
 }
 
 // The weight gradient of a chunk of bf16 maps as float32 Winograd on float32 copies, where oneDNN's bf16 kernel is
-// the direct AVX-512 one (not AMX's): on the CNN's 32 -> 64 convolution (one Zen 4 core, 16 examples) 0.35 ms
-// plus 0.02 for the two copies, against 0.42 for the bf16 kernel. Nullopt where Winograd does not apply.
+// the direct AVX-512 one (not AMX's) and the output map is small and fills Winograd's 4x4 tiles well. Measured on
+// one Zen 4 core, 16 examples, float32 with its two copies against bf16 (ms): 13x13 -> 11x11, 32 -> 64 channels
+// 0.37 / 0.42; 7x7 "same" 64 -> 64 0.32 / 0.37 and 128 -> 128 0.99 / 1.12; but 9x9 64 -> 64 (tiles of 12x12)
+// 0.69 / 0.56, and 14x14 and 28x28 maps 0.36-0.64 / 0.30-0.58, where the bf16 kernel is the faster. Nullopt
+// elsewhere, and where Winograd does not apply.
 std::optional<dnnl::convolution_backward_weights::primitive_desc> f32_winograd_weights(
     const ConvGeometry& g, const md& src, const md& dst, const md& bias, const dnnl::convolution_backward_weights::primitive_desc& bf16,
     const LayerBuilder& b) {
   if (std::string(bf16.impl_info_str()) != "jit_bf16:avx512_core_bf16" || !winograd_pays(g, dt::f32, false, true))
     return std::nullopt;
+  const int64_t tiled = ((g.OH + 3) / 4 * 4) * ((g.OW + 3) / 4 * 4), map = g.OH * g.OW;
+  if (map > 121 || tiled * 100 > map * 135) return std::nullopt;
   const md src32 = as_f32(src), dst32 = as_f32(dst);
   const dnnl::memory::dims wdims = hwio_kernel_md(g.kernel[0], g.kernel[1], g.C, g.F, g.G, dt::f32).dims();
   const md wei_any(wdims, dt::f32, tag::any);
