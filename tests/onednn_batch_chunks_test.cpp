@@ -317,8 +317,8 @@ TEST(OnednnBatchChunks, TheCnnsInputGradientIsWinogradTilesAndABorder) {
   int tiles = 0;
   std::string backward_data;
   for (const std::string& line : training_primitives_run("examples/fashion_mnist/train.json", "float32")) {
-    if (line.find(",convolution,jit_wino") != std::string::npos && line.find(",forward_training,") != std::string::npos &&
-        line.find("mb16_ic64oc32_ih12oh12") != std::string::npos)
+    if (line.find(",convolution,jit_wino") != std::string::npos &&
+        line.find(",forward_training,") != std::string::npos && line.find("mb16_ic64oc32_ih12oh12") != std::string::npos)
       ++tiles;
     if (line.find(",backward_data,") != std::string::npos && line.find("ic32oc64_ih13oh11") != std::string::npos)
       backward_data += line + "\n";

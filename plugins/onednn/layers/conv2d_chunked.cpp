@@ -48,8 +48,8 @@ md as_f32(const md& desc) {
 // 0.69 / 0.56, and 14x14 and 28x28 maps 0.36-0.64 / 0.30-0.58, where the bf16 kernel is the faster. Nullopt
 // elsewhere, and where Winograd does not apply.
 std::optional<dnnl::convolution_backward_weights::primitive_desc> f32_winograd_weights(
-    const ConvGeometry& g, const md& src, const md& dst, const md& bias, const dnnl::convolution_backward_weights::primitive_desc& bf16,
-    const LayerBuilder& b) {
+    const ConvGeometry& g, const md& src, const md& dst, const md& bias,
+    const dnnl::convolution_backward_weights::primitive_desc& bf16, const LayerBuilder& b) {
   if (std::string(bf16.impl_info_str()) != "jit_bf16:avx512_core_bf16" || !winograd_pays(g, dt::f32, false, true))
     return std::nullopt;
   const int64_t tiled = ((g.OH + 3) / 4 * 4) * ((g.OW + 3) / 4 * 4), map = g.OH * g.OW;

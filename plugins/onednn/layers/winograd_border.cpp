@@ -47,8 +47,6 @@ __attribute__((target("avx512f"))) void border_pixel(const WinogradBorder& b, co
   }
 }
 
-bool same(const md& a, const md& expected) { return a == expected; }
-
 }  // namespace
 
 std::optional<WinogradBorder> winograd_border(const ramjet::ir::ConvGeometry& g, const md& src, const md& dst,
@@ -62,7 +60,7 @@ std::optional<WinogradBorder> winograd_border(const ramjet::ir::ConvGeometry& g,
   WinogradBorder b;
   b.examples = src.dims()[0], b.C = g.C, b.F = g.F, b.H = g.H, b.W = g.W;
   const int64_t M = b.examples, OH = g.H - 2, OW = g.W - 2;
-  if (!same(src, md({M, g.C, g.H, g.W}, dt::f32, tag::aBcd16b)) || !same(dst, md({M, g.F, OH, OW}, dt::f32, tag::aBcd16b)))
+  if (src != md({M, g.C, g.H, g.W}, dt::f32, tag::aBcd16b) || dst != md({M, g.F, OH, OW}, dt::f32, tag::aBcd16b))
     return std::nullopt;
   try {
     b.padded = md({M, g.F, g.H - 1, g.W - 1}, dt::f32, tag::aBcd16b);
