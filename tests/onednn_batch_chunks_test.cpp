@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <sstream>
@@ -57,16 +58,17 @@ json pooled_convolution_graph() {
       .classifier("fc");
 }
 
-// A valid 3x3 convolution whose 9 x 9 x 32 input needs a gradient: Winograd's 4 x 4 tiles cover 8 x 8 of it, so
+// A valid 3x3 convolution whose 9 x 13 x 64 input needs a gradient: Winograd's 4 x 4 tiles cover 8 x 12 of it, so
 // its backward-data is the tiles plus a border row and column (layers/winograd_border.hpp) on CPUs with AVX-512.
+// Not square, and two blocks of 16 channels each way, so a swapped index would show.
 json border_convolution_graph() {
   return Ir()
-      .input("x", {9, 9, 1})
-      .conv("stem", "x", 1, {9, 9, 32},
-            {{"filters", 32}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "relu"}})
-      .conv("edge", "stem", 32, {7, 7, 16}, {{"filters", 16}, {"kernel", {3, 3}}, {"activation", "relu"}})
-      .node("flat", "flatten", {"edge"}, {784})
-      .dense("fc", "flat", 784, 3)
+      .input("x", {9, 13, 1})
+      .conv("stem", "x", 1, {9, 13, 64},
+            {{"filters", 64}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"activation", "relu"}})
+      .conv("edge", "stem", 64, {7, 11, 32}, {{"filters", 32}, {"kernel", {3, 3}}, {"activation", "relu"}})
+      .node("flat", "flatten", {"edge"}, {2464})
+      .dense("fc", "flat", 2464, 3)
       .classifier("fc");
 }
 
@@ -161,26 +163,32 @@ TEST(OnednnBatchChunks, Bf16ConvolutionsInChunksAgreeWithTheWholeBatchAndRepeatE
 
 TEST(OnednnBatchChunks, AnInputGradientAsWinogradTilesAndABorderMatchesTheWholeBatch) {
   const json g = border_convolution_graph();
-  const ChunkStepResult chunked = two_chunk_steps(json{{"threads", 2}}, "float32", g, {9, 9, 1});
+  const ChunkStepResult chunked = two_chunk_steps(json{{"threads", 2}}, "float32", g, {9, 13, 1});
   ASSERT_TRUE(chunked.compiled.ok()) << chunked.compiled.message;
-  const ChunkStepResult whole = two_chunk_steps(kOneThread, "float32", g, {9, 9, 1});
+  const ChunkStepResult whole = two_chunk_steps(kOneThread, "float32", g, {9, 13, 1});
   ASSERT_EQ(chunked.gradients.size(), whole.gradients.size());
   // The stem's gradients are made from the input gradient of "edge", its border included.
   expect_chunk_steps_close(chunked, whole, 2e-4);
-  const ChunkStepResult again = two_chunk_steps(json{{"threads", 2}}, "float32", g, {9, 9, 1});
+  const ChunkStepResult again = two_chunk_steps(json{{"threads", 2}}, "float32", g, {9, 13, 1});
   EXPECT_EQ(again.logits, chunked.logits);
   EXPECT_EQ(again.gradients, chunked.gradients);
 
   // In mixed_bfloat16 the same convolution's weight gradient is float32 Winograd on float32 copies of each chunk
-  // (a 7 x 7 output, where the bf16 kernel is the slower, on CPUs whose bf16 kernel is not AMX's): against float32
-  // on one thread within bf16's precision, and bit for bit from run to run.
-  const ChunkStepResult bf16 = two_chunk_steps(json{{"threads", 2}}, "mixed_bfloat16", g, {9, 9, 1});
+  // (a 7 x 11 output, where the bf16 kernel is the slower, on CPUs with the native AVX-512 bf16 kernel): against
+  // bf16 on one thread (oneDNN's bf16 kernel) within 2 % of the gradient's norm, and bit for bit from run to run.
+  const ChunkStepResult bf16 = two_chunk_steps(json{{"threads", 2}}, "mixed_bfloat16", g, {9, 13, 1});
   if (!bf16.compiled.ok()) {
     ASSERT_NE(bf16.compiled.message.find("needs a CPU with AVX-512"), std::string::npos) << bf16.compiled.message;
     GTEST_SKIP() << "float32 passed; this CPU cannot run mixed_bfloat16: " << bf16.compiled.message;
   }
-  expect_near_all(bf16.gradients.at("edge/kernel"), whole.gradients.at("edge/kernel"), 3e-2, "bf16 edge/kernel");
-  const ChunkStepResult bf16_again = two_chunk_steps(json{{"threads", 2}}, "mixed_bfloat16", g, {9, 9, 1});
+  const ChunkStepResult bf16_whole = two_chunk_steps(kOneThread, "mixed_bfloat16", g, {9, 13, 1});
+  for (const char* name : {"edge/kernel", "edge/bias"}) {
+    const std::vector<float>&got = bf16.gradients.at(name), &want = bf16_whole.gradients.at(name);
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < want.size(); ++i) diff += (got[i] - want[i]) * (got[i] - want[i]), norm += want[i] * want[i];
+    EXPECT_LT(std::sqrt(diff), 2e-2 * std::sqrt(norm)) << name << ": against bf16 on one thread, relative to its norm";
+  }
+  const ChunkStepResult bf16_again = two_chunk_steps(json{{"threads", 2}}, "mixed_bfloat16", g, {9, 13, 1});
   EXPECT_EQ(bf16_again.gradients, bf16.gradients);
 }
 
@@ -327,12 +335,15 @@ TEST(OnednnBatchChunks, TheCnnsInputGradientIsWinogradTilesAndABorder) {
   EXPECT_EQ(backward_data, "");
 }
 
-// The same CNN in mixed_bfloat16: where oneDNN's bf16 weight-gradient kernel is the direct AVX-512 one (not AMX's),
-// the second convolution's weight gradient is float32 Winograd on float32 copies of each chunk.
+// The same CNN in mixed_bfloat16: where oneDNN's bf16 weight-gradient kernel is the direct one for native AVX-512
+// bf16 (not AMX's, not the emulation on plain AVX-512), the second convolution's weight gradient is float32
+// Winograd on float32 copies of each chunk.
 TEST(OnednnBatchChunks, TheCnnsBf16WeightGradientIsFloat32WinogradWithoutAmx) {
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
       !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
     GTEST_SKIP() << "this CPU cannot run mixed_bfloat16 (no AVX-512)";
+  if (!__builtin_cpu_supports("avx512bf16"))
+    GTEST_SKIP() << "oneDNN emulates bf16 on this CPU: the float32 weight gradient is for its native bf16 kernel";
   int winograd = 0, amx = 0;
   std::string other;
   for (const std::string& line : training_primitives_run("examples/fashion_mnist/train.json", "mixed_bfloat16")) {

@@ -2,9 +2,11 @@
 // chunk's forward, backward-weights and backward-data run by one thread on primitives built for one thread, and
 // the weight gradient summed over the chunks in chunk order. Used where the plan has more than one thread, the
 // batch cuts into equal chunks, and the one-thread primitives are JIT kernels whose layouts keep the examples
-// apart; elsewhere (one thread, other batches, a conv1d, the float32 weight gradient of bf16 maps, a reference
-// kernel) conv2d.cpp builds its whole-batch layer. A max_pool that is the convolution's one reader can run in the
-// same chunks (chunk_max_pool.hpp).
+// apart; elsewhere (one thread, other batches, a conv1d, AMX's bf16 weight gradient where conv2d_choice.hpp says
+// float32 pays, a reference kernel) conv2d.cpp builds its whole-batch layer. A max_pool that is the convolution's
+// one reader can run in the same chunks (chunk_max_pool.hpp). Two parts have their own ways where oneDNN's kernel
+// wastes work: an input gradient whose size Winograd's tiles overshoot (winograd_border.hpp), and bf16's weight
+// gradient on small maps (f32_winograd_weights below).
 #include "../batch_chunks.hpp"
 #include "../edge.hpp"
 #include "../layout.hpp"
@@ -42,7 +44,8 @@ md as_f32(const md& desc) {
 }
 
 // The weight gradient of a chunk of bf16 maps as float32 Winograd on float32 copies, where oneDNN's bf16 kernel is
-// the direct AVX-512 one (not AMX's) and the output map is small and fills Winograd's 4x4 tiles well. Measured on
+// the direct one for native AVX-512 bf16 (not AMX's, not the emulation on plain AVX-512) and the output map is
+// small and fills Winograd's 4x4 tiles well. Measured on
 // one Zen 4 core, 16 examples, float32 with its two copies against bf16 (ms): 13x13 -> 11x11, 32 -> 64 channels
 // 0.37 / 0.42; 7x7 "same" 64 -> 64 0.32 / 0.37 and 128 -> 128 0.99 / 1.12; but 9x9 64 -> 64 (tiles of 12x12)
 // 0.69 / 0.56, and 14x14 and 28x28 maps 0.36-0.64 / 0.30-0.58, where the bf16 kernel is the faster. Nullopt
@@ -180,10 +183,12 @@ class ChunkedConv2D : public Layer {
       forward_ = dnnl::convolution_forward(p.forward);
       if (weights) backward_weights_ = dnnl::convolution_backward_weights(p.weights);
       if (weights && p.weights_from_f32) {
-        widen_src_ = dnnl::reorder(dnnl::reorder::primitive_desc(b.engine(), p.forward.src_desc(), b.engine(),
-                                                                 p.weights.src_desc()));
-        widen_dst_ = dnnl::reorder(dnnl::reorder::primitive_desc(b.engine(), p.forward.dst_desc(), b.engine(),
-                                                                 p.weights.diff_dst_desc()));
+        widen_src_pd_ = dnnl::reorder::primitive_desc(b.engine(), p.forward.src_desc(), b.engine(),
+                                                      p.weights.src_desc(), b.attr());
+        widen_dst_pd_ = dnnl::reorder::primitive_desc(b.engine(), p.forward.dst_desc(), b.engine(),
+                                                      p.weights.diff_dst_desc(), b.attr());
+        widen_src_ = dnnl::reorder(widen_src_pd_);
+        widen_dst_ = dnnl::reorder(widen_dst_pd_);
         weights_from_f32_ = true;
       }
       if (data && p.border) {
@@ -209,7 +214,6 @@ class ChunkedConv2D : public Layer {
       }
     }
     if (border_) {
-      kernel_param_ = &kernel;
       flipped_.resize(static_cast<size_t>(9 * C * F));
       taps_.resize(flipped_.size());
       flipped_oihw_ = dnnl::memory({{C, F, 3, 3}, dt::f32, tag::oihw}, b.engine(), flipped_.data());
@@ -243,6 +247,8 @@ class ChunkedConv2D : public Layer {
           lane.widen_dst_args = {{DNNL_ARG_FROM, lane.dst}, {DNNL_ARG_TO, lane.dst32}};
           lane.weights_args[DNNL_ARG_SRC] = lane.src32;
           lane.weights_args[DNNL_ARG_DIFF_DST] = lane.dst32;
+          b.use_lane_scratchpad(widen_src_pd_, lane.widen_src_args, static_cast<int>(i));
+          b.use_lane_scratchpad(widen_dst_pd_, lane.widen_dst_args, static_cast<int>(i));
         }
         if (bias) {
           lane.diff_bias = dnnl::memory(p.weights.diff_bias_desc(), engine, DNNL_MEMORY_NONE);
@@ -293,9 +299,10 @@ class ChunkedConv2D : public Layer {
     const bool data = in_.needs_grad();  // not for the first layer: no one wants d loss / d image
     char* diff_src = data ? static_cast<char*>(in_.begin_diff().get_data_handle()) : nullptr;
     if (data && !border_) kernel_.refresh(exec);
-    if (data && border_) {  // the two parts' kernels from this step's weights
-      border_kernels(kernel_param_->data(), border_->C, border_->F, flipped_.data(), taps_.data());
+    if (data && border_ && flipped_version_ != kernel_.param().version) {  // the two parts' kernels, once a change
+      border_kernels(kernel_.param().data(), border_->C, border_->F, flipped_.data(), taps_.data());
       Exec::run_on(lanes_[0].stream, flip_reorder_, flip_args_);
+      flipped_version_ = kernel_.param().version;
     }
     // The `dst` views carry the output's gradient here: a pooled chunk's, rebuilt in the lane's own buffer.
     for_each_chunk(chunks_, lane_count(), [&](int64_t c, int i) {
@@ -389,6 +396,8 @@ class ChunkedConv2D : public Layer {
     lane.tiles_args = {{DNNL_ARG_SRC, lane.padded}, {DNNL_ARG_WEIGHTS, flipped_tiles_}, {DNNL_ARG_DST, lane.tiles_out}};
     lane.place_args = {{DNNL_ARG_FROM, lane.tiles_out}, {DNNL_ARG_TO, lane.corner}};
     b.use_lane_scratchpad(border_->tiles, lane.tiles_args, i);
+    b.use_lane_scratchpad(border_->fill, lane.fill_args, i);
+    b.use_lane_scratchpad(border_->place, lane.place_args, i);
   }
 
   Edge in_;
@@ -406,11 +415,12 @@ class ChunkedConv2D : public Layer {
   dnnl::convolution_backward_weights backward_weights_;
   dnnl::convolution_backward_data backward_data_;
   bool weights_from_f32_ = false;
+  dnnl::reorder::primitive_desc widen_src_pd_, widen_dst_pd_;
   dnnl::reorder widen_src_, widen_dst_;  // bf16 -> float32 copies for the weight gradient
   // The input gradient as Winograd tiles plus a border (winograd_border.hpp), in place of backward_data_.
   std::optional<WinogradBorder> border_;
-  Param* kernel_param_ = nullptr;
-  std::vector<float> flipped_, taps_;  // the kernel as the two parts read it, refreshed each backward
+  std::vector<float> flipped_, taps_;  // the kernel as the two parts read it, refreshed when the weights change
+  uint64_t flipped_version_ = ~uint64_t{0};  // the kernel's Param::version they were made from
   dnnl::memory flipped_oihw_, flipped_tiles_;
   Args flip_args_;
   dnnl::reorder flip_reorder_, fill_, place_;

@@ -65,7 +65,7 @@ std::optional<WinogradBorder> winograd_border(const ramjet::ir::ConvGeometry& g,
   try {
     b.padded = md({M, g.F, g.H - 1, g.W - 1}, dt::f32, tag::aBcd16b);
     b.padded_interior = b.padded.submemory_desc({M, g.F, OH, OW}, {0, 0, 1, 1});
-    b.fill = dnnl::reorder::primitive_desc(engine, dst, engine, b.padded_interior);
+    b.fill = dnnl::reorder::primitive_desc(engine, dst, engine, b.padded_interior, attr);
     const md corner_dense({M, g.C, g.H - 1, g.W - 1}, dt::f32, tag::aBcd16b);
     b.tiles = dnnl::convolution_forward::primitive_desc(
         {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd, b.padded,
@@ -75,7 +75,7 @@ std::optional<WinogradBorder> winograd_border(const ramjet::ir::ConvGeometry& g,
         b.tiles.src_desc() != b.padded || b.tiles.dst_desc() != corner_dense)
       return std::nullopt;
     b.corner = src.submemory_desc({M, g.C, g.H - 1, g.W - 1}, {0, 0, 0, 0});
-    b.place = dnnl::reorder::primitive_desc(engine, corner_dense, engine, b.corner);
+    b.place = dnnl::reorder::primitive_desc(engine, corner_dense, engine, b.corner, attr);
     return b;
   } catch (const dnnl::error&) {
     return std::nullopt;

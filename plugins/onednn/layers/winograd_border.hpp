@@ -32,7 +32,7 @@ struct WinogradBorder {
 // The primitives for one thread, where this applies: a float32 valid 3x3 convolution with stride and dilation 1,
 // one group, H and W of 4k + 1 (k >= 1), C a multiple of 32 and F of 16, the input and output chunks laid out as
 // aBcd16b (`src`, `dst`), AVX-512 for the border, and oneDNN's Winograd for the tiles. Nullopt elsewhere.
-// `attr`: the tiles' (its scratchpad mode).
+// `attr`: the primitives' (their scratchpad mode: the caller gives each lane its own).
 std::optional<WinogradBorder> winograd_border(const ramjet::ir::ConvGeometry& g, const md& src, const md& dst,
                                               const dnnl::primitive_attr& attr, const dnnl::engine& engine);
 
