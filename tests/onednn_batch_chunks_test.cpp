@@ -196,9 +196,8 @@ namespace {
 
 // The model of `manifest_path` (in the source tree) trained for two steps of 128 on two threads, in `precision`
 // unless it is null: the lines of oneDNN's verbose log for the primitives that ran in training (forward_training
-// or backward; with `inference`, forward_inference too, evaluation's included).
-std::vector<std::string> training_primitives_run(const char* manifest_path, const char* precision,
-                                                 bool inference = false) {
+// or backward).
+std::vector<std::string> training_primitives_run(const char* manifest_path, const char* precision) {
   using namespace ramjet::test;
   TempDir dir;
   auto manifest = nlohmann::json::parse(read_file(source_dir() / manifest_path));
@@ -219,8 +218,7 @@ std::vector<std::string> training_primitives_run(const char* manifest_path, cons
   std::istringstream lines(r.output);
   for (std::string line; std::getline(lines, line);)
     if (line.rfind("onednn_verbose,", 0) == 0 && line.find(",exec,") != std::string::npos &&
-        (line.find("backward") != std::string::npos || line.find("forward_training") != std::string::npos ||
-         (inference && line.find("forward_inference") != std::string::npos)))
+        (line.find("backward") != std::string::npos || line.find("forward_training") != std::string::npos))
       ran.push_back(line);
   return ran;
 }
@@ -320,15 +318,15 @@ TEST(OnednnBatchChunks, TheCnnsPoolsRunInTheirConvolutionsChunks) {
 }
 
 // The same CNN in float32: the second convolution's input gradient (13 x 13 x 32) is Winograd's tiles over its top
-// left 12 x 12 (a forward convolution of 64 channels into 32, an inference primitive, whose weights stay in
-// Winograd's domain) and a border, never oneDNN's backward-data, whose tiles would cover 16 x 16.
+// left 12 x 12 (a forward convolution of 64 channels into 32) and a border, never oneDNN's backward-data, whose
+// tiles would cover 16 x 16.
 TEST(OnednnBatchChunks, TheCnnsInputGradientIsWinogradTilesAndABorder) {
   if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the border needs AVX-512, which this CPU lacks";
   int tiles = 0;
   std::string backward_data;
-  for (const std::string& line : training_primitives_run("examples/fashion_mnist/train.json", "float32", true)) {
+  for (const std::string& line : training_primitives_run("examples/fashion_mnist/train.json", "float32")) {
     if (line.find(",convolution,jit_wino") != std::string::npos &&
-        line.find(",forward_inference,") != std::string::npos && line.find("mb16_ic64oc32_ih12oh12") != std::string::npos)
+        line.find(",forward_training,") != std::string::npos && line.find("mb16_ic64oc32_ih12oh12") != std::string::npos)
       ++tiles;
     if (line.find(",backward_data,") != std::string::npos && line.find("ic32oc64_ih13oh11") != std::string::npos)
       backward_data += line + "\n";

@@ -219,7 +219,7 @@ class ChunkedConv2D : public Layer {
       flipped_oihw_ = dnnl::memory({{C, F, 3, 3}, dt::f32, tag::oihw}, b.engine(), flipped_.data());
       flipped_tiles_ = dnnl::memory(border_->tiles.weights_desc(), b.engine());
       ThreadScope one(1);
-      flip_reorder_ = dnnl::reorder(border_->flip);
+      flip_reorder_ = dnnl::reorder(flipped_oihw_, flipped_tiles_);
       flip_args_ = {{DNNL_ARG_FROM, flipped_oihw_}, {DNNL_ARG_TO, flipped_tiles_}};
     } else if (data) {
       data_weights = kernel_.compute(p.data.weights_desc());

@@ -68,14 +68,12 @@ std::optional<WinogradBorder> winograd_border(const ramjet::ir::ConvGeometry& g,
     b.fill = dnnl::reorder::primitive_desc(engine, dst, engine, b.padded_interior, attr);
     const md corner_dense({M, g.C, g.H - 1, g.W - 1}, dt::f32, tag::aBcd16b);
     b.tiles = dnnl::convolution_forward::primitive_desc(
-        {dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_winograd, b.padded,
+        {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd, b.padded,
          md({g.C, g.F, 3, 3}, dt::f32, tag::any), md(), corner_dense, {1, 1}, {1, 1}, {1, 1}},
         attr, engine);
     if (std::string(b.tiles.impl_info_str()).find("wino") == std::string::npos ||
         b.tiles.src_desc() != b.padded || b.tiles.dst_desc() != corner_dense)
       return std::nullopt;
-    b.flip = dnnl::reorder::primitive_desc(engine, md({g.C, g.F, 3, 3}, dt::f32, tag::oihw), engine,
-                                           b.tiles.weights_desc());
     b.corner = src.submemory_desc({M, g.C, g.H - 1, g.W - 1}, {0, 0, 0, 0});
     b.place = dnnl::reorder::primitive_desc(engine, corner_dense, engine, b.corner, attr);
     return b;

@@ -7,9 +7,7 @@
 // a third of the CNN's float32 training step. Here the top-left 12x12 of the gradient is a forward convolution
 // (padding 1) of the output gradient, moved one pixel down and right in a zero-bordered buffer, with the kernel
 // flipped and its channels swapped: whole tiles, 0.40 ms. The last row and column (25 of 169 pixels) are direct
-// (0.06 ms), and the two copies 0.02 ms. The tiles are an inference primitive: its weights are kept transformed
-// into Winograd's domain (a reorder once a step), where a training one transforms them in every chunk (0.62
-// against 0.78 ms standalone). (Winograd's backward-data itself gives wrong values with the asymmetric
+// (0.06 ms), and the two copies 0.02 ms. (Winograd's backward-data itself gives wrong values with the asymmetric
 // padding that would crop it to 12x12 in oneDNN 2.6, so it is not used that way.)
 #pragma once
 
@@ -27,7 +25,6 @@ struct WinogradBorder {
   md padded_interior;                                // where the output gradient goes in it (one pixel in)
   dnnl::reorder::primitive_desc fill;                // output gradient -> padded_interior
   dnnl::convolution_forward::primitive_desc tiles;   // padded (*) flipped kernel -> the top-left (H-1) x (W-1)
-  dnnl::reorder::primitive_desc flip;                // the flipped kernel, oihw [C][F][3][3] -> the tiles' weights
   md corner;                                         // the input gradient's top-left, in the input's layout
   dnnl::reorder::primitive_desc place;               // tiles' output -> corner
 };
