@@ -36,13 +36,6 @@ struct ChunkConvPrimitives {
   bool weights_from_f32 = false;  // bf16 maps: `weights` is float32 Winograd on float32 copies of the chunk
 };
 
-// A bf16 layout with float32 values: the same dims, format and strides.
-md as_f32(const md& desc) {
-  dnnl_memory_desc_t d = desc.data;
-  d.data_type = dnnl_f32;
-  return md(d);
-}
-
 // The weight gradient of a chunk of bf16 maps as float32 Winograd on float32 copies, where oneDNN's bf16 kernel is
 // the direct one for native AVX-512 bf16 (not AMX's, not the emulation on plain AVX-512) and the output map is
 // small and fills Winograd's 4x4 tiles well. Measured on
@@ -57,7 +50,7 @@ std::optional<dnnl::convolution_backward_weights::primitive_desc> f32_winograd_w
     return std::nullopt;
   const int64_t tiled = ((g.OH + 3) / 4 * 4) * ((g.OW + 3) / 4 * 4), map = g.OH * g.OW;
   if (map > 121 || tiled * 100 > map * 135) return std::nullopt;
-  const md src32 = as_f32(src), dst32 = as_f32(dst);
+  const md src32 = with_type(src, dt::f32), dst32 = with_type(dst, dt::f32);
   const dnnl::memory::dims wdims = hwio_kernel_md(g.kernel[0], g.kernel[1], g.C, g.F, g.G, dt::f32).dims();
   const md wei_any(wdims, dt::f32, tag::any);
   try {
