@@ -7,11 +7,13 @@
 #include "onednn_harness.hpp"
 #include "onednn_models.hpp"
 #include "ramjet/model/graph.hpp"
+#include "ramjet/plugin/log.hpp"
 #include "sequence_models.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <span>
@@ -723,6 +725,112 @@ TEST_P(DeviceMatchesCpu, TransformerBlockAgrees) {
 INSTANTIATE_TEST_SUITE_P(Backends, DeviceMatchesCpu, ::testing::Values("cuda"), [](const auto& info) { return info.param; });
 #else
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DeviceMatchesCpu);
+#endif
+
+// ---- the cuda backend's CUDA graphs ----------------------------------------------------------------------------
+
+#ifdef RAMJET_TEST_CUDA_BACKEND
+// What one training run of the cuda backend saw, step by step, for comparing runs bit for bit.
+struct CudaRun {
+  std::vector<std::vector<float>> logits, gradients;
+  std::vector<float> losses, evaluation, parameters;
+  std::string log;  // the backend's debug lines
+};
+
+// Six steps of a residual model with dropout in the middle (so the layers fall into replayable runs around one that
+// is not): a plain backward every step and, from step 4, a second, accumulating one; then an evaluation at another
+// batch size (a new plan, which may move the convolution workspace), and two more steps.
+CudaRun train_cuda(bool graphs, const std::string& precision) {
+  const json g = Ir()
+                     .input("x", {6, 6, 2})
+                     .conv("c1", "x", 2, {6, 6, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"use_bias", false}})
+                     .batch_norm("bn", "c1", {6, 6, 4})
+                     .node("r", "activation", {"bn"}, {6, 6, 4}, {{"activation", "relu"}})
+                     .conv("c2", "r", 4, {6, 6, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
+                     .node("sum", "add", {"r", "c2"}, {6, 6, 4})
+                     .node("drop", "dropout", {"sum"}, {6, 6, 4}, {{"rate", 0.25}})
+                     .node("pool", "global_avg_pool", {"drop"}, {4})
+                     .dense("out", "pool", 4, 3)
+                     .classifier("out");
+  Example params = random_params(g, 31, 0.5f);
+  for (auto& e : params.entries)  // a variance must be positive
+    if (e.name.find("moving_variance") != std::string::npos)
+      for (float& v : std::span(static_cast<float*>(e.tensor->dl_tensor.data), 4)) v = std::fabs(v) + 0.5f;
+  CudaRun run;
+  const ramjet_log_level level = ramjet::core::log_level();
+  ramjet::core::set_log_level(RAMJET_LOG_DEBUG);
+  testing::internal::CaptureStderr();
+  {
+    Harness h(json{{"cuda_graphs", graphs}}, "cuda");
+    EXPECT_TRUE(h.compile(g, options_with(8, {{"type", "adam"}}, precision)).ok());
+    EXPECT_TRUE(h.set_state("parameters", params).ok());
+    auto step = [&](int n) {
+      for (int pass = 0; pass < (n >= 4 ? 2 : 1); ++pass) {
+        Example batch = batch_of({6, 6, 2}, 8, 3, static_cast<uint32_t>(100 * n + pass)), out;
+        const Status f = h.forward(batch, out, true, static_cast<uint64_t>(n));
+        EXPECT_TRUE(f.ok()) << f.message;
+        run.logits.push_back(values(out, "out"));
+        run.losses.push_back(scalar(out, "loss"));
+        EXPECT_TRUE(h.backward(precision == "float32" ? 1.0f : 1024.0f, pass == 1).ok());
+        Example grads = h.state("gradients");
+        for (const auto& e : grads.entries) run.gradients.push_back(values(grads, e.name));
+      }
+      EXPECT_TRUE(h.update(n, 0.01f, precision == "float32" ? 1.0f : 1.0f / 1024).ok());
+    };
+    for (int n = 1; n <= 6; ++n) step(n);
+    Example batch = batch_of({6, 6, 2}, 5, 3, 999), out;
+    EXPECT_TRUE(h.forward(batch, out, false).ok());
+    run.evaluation = values(out, "out");
+    for (int n = 7; n <= 8; ++n) step(n);
+    Example trained = h.state("parameters");
+    for (const auto& e : trained.entries) {
+      const std::vector<float> v = values(trained, e.name);
+      run.parameters.insert(run.parameters.end(), v.begin(), v.end());
+    }
+  }
+  run.log = testing::internal::GetCapturedStderr();
+  ramjet::core::set_log_level(level);
+  return run;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+void expect_same_run(const CudaRun& got, const CudaRun& want, const char* what) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(got.logits.size(), want.logits.size());
+  for (size_t i = 0; i < want.logits.size(); ++i) EXPECT_TRUE(same_bits(got.logits[i], want.logits[i])) << "pass " << i;
+  EXPECT_TRUE(same_bits(got.losses, want.losses)) << "losses";
+  ASSERT_EQ(got.gradients.size(), want.gradients.size());
+  for (size_t i = 0; i < want.gradients.size(); ++i)
+    EXPECT_TRUE(same_bits(got.gradients[i], want.gradients[i])) << "gradient " << i;
+  EXPECT_TRUE(same_bits(got.evaluation, want.evaluation)) << "evaluation";
+  EXPECT_TRUE(same_bits(got.parameters, want.parameters)) << "parameters";
+}
+
+// The runs of replayable layers are captured once and replayed: every logit, loss, gradient, evaluation output and
+// final parameter is the same, bit for bit, as when every kernel is launched every step, in float32 and
+// mixed_float16. Two runs without graphs first show that the backend is deterministic, which the comparison needs.
+TEST(CudaGraphs, ReplayedStepsAreTheLaunchedStepsBitForBit) {
+  if (const std::string why = backend_unavailable("cuda"); !why.empty()) GTEST_SKIP() << "no CUDA device here: " << why;
+  for (const std::string precision : {"float32", "mixed_float16"}) {
+    SCOPED_TRACE(precision);
+    const CudaRun launched = train_cuda(false, precision), again = train_cuda(false, precision),
+                  replayed = train_cuda(true, precision);
+    expect_same_run(again, launched, "launched twice");
+    expect_same_run(replayed, launched, "replayed against launched");
+    EXPECT_EQ(launched.log.find("CUDA graph"), std::string::npos) << launched.log;
+    EXPECT_EQ(replayed.log.find("could not capture"), std::string::npos) << replayed.log;
+    for (const char* captured :
+         {"captured the training forward of layers 'c1' to 'sum' (batch 8)",
+          "captured the training forward of layers 'pool' to 'out' (batch 8)",
+          "captured the backward of layers 'c1' to 'sum' (batch 8)", "captured the backward of layers 'pool' to 'out' (batch 8)",
+          "captured the accumulating backward of layers 'c1' to 'sum' (batch 8)"})
+      EXPECT_NE(replayed.log.find(captured), std::string::npos) << captured << "\n" << replayed.log;
+    EXPECT_EQ(replayed.log.find("layers 'drop'"), std::string::npos) << "dropout's mask changes every step";
+  }
+}
 #endif
 
 // ---- the cuda backend where there is no GPU ------------------------------------------------------------------

@@ -10,6 +10,7 @@ CudaBackend::CudaBackend(const ramjet::Config& config) {
   DeviceSettings settings;
   settings.ordinal = config.get_or<int>("device", 0);
   settings.memory.limit_bytes = static_cast<size_t>(config.get_or<int64_t>("memory_limit_mb", 0)) << 20;
+  settings.graphs = config.get_or<bool>("cuda_graphs", true);
   settings.cudnn_workspace_limit = static_cast<size_t>(config.get_or<int64_t>("cudnn_workspace_mb", 256)) << 20;
   device_ = std::make_unique<Device>(settings);
 }

@@ -25,6 +25,8 @@ class CudaBackend {
                 .doc("0: grow on demand; otherwise never hold more device memory than this"),
             Field::integer("cudnn_workspace_mb").at_least(0).fallback(256)
                 .doc("the most workspace a convolution's algorithm may use"),
+            Field::boolean("cuda_graphs").fallback(true)
+                .doc("replay each step's fixed launches from CUDA graphs (false: launch every kernel every step)"),
             Field::integer("threads").at_least(0).doc("accepted, unused (the host's thread count)")};
   }
   static void check_options(const nlohmann::json& options, ramjet::Problems& problems);

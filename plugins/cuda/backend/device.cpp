@@ -17,6 +17,7 @@ Device::Device(const DeviceSettings& settings) : settings_(settings) {
   try {
     check(cudaSetDevice(settings.ordinal), "cudaSetDevice", "device " + std::to_string(settings.ordinal));
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    check(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "input copies");
     if (const cublasStatus_t st = cublasLtCreate(&blas_); st != CUBLAS_STATUS_SUCCESS)
       throw ramjet::Error(RAMJET_ERR_DEVICE, std::string("cublasLtCreate: ") + cublasLtGetStatusString(st));
     if (const cudnnStatus_t st = cudnnCreate(&dnn_); st != CUDNN_STATUS_SUCCESS)
@@ -35,11 +36,13 @@ Device::~Device() { release(); }
 
 void Device::release() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
+  if (copy_stream_ != nullptr) cudaStreamSynchronize(copy_stream_);
   if (blas_workspace_ != nullptr) memory_->release(std::exchange(blas_workspace_, nullptr));
   conv_workspace_ = Buffer();
   memory_.reset();
   if (dnn_ != nullptr) cudnnDestroy(std::exchange(dnn_, nullptr));
   if (blas_ != nullptr) cublasLtDestroy(std::exchange(blas_, nullptr));
+  if (copy_stream_ != nullptr) cudaStreamDestroy(std::exchange(copy_stream_, nullptr));
   if (stream_ != nullptr) cudaStreamDestroy(std::exchange(stream_, nullptr));
 }
 
@@ -52,6 +55,7 @@ void Device::reserve_workspace(size_t bytes, const std::string& purpose) {
   wait("growing the convolution workspace");  // nothing may still be using the old one
   conv_workspace_ = Buffer();
   conv_workspace_ = Buffer(*this, bytes, purpose);
+  ++workspace_moves_;
 }
 
 void Device::wait(const std::string& what) const { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", what); }
@@ -76,6 +80,22 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 void Buffer::reset() {
   if (data_ != nullptr) device_->memory().release(std::exchange(data_, nullptr));
   bytes_ = 0;
+}
+
+PinnedBuffer::PinnedBuffer(size_t bytes, const std::string& purpose) : bytes_(bytes) {
+  if (bytes > 0) check(cudaHostAlloc(&data_, bytes, cudaHostAllocDefault), "cudaHostAlloc", purpose);
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_ != nullptr) cudaFreeHost(data_);
+}
+
+Event::Event(const std::string& purpose) {
+  check(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming), "cudaEventCreateWithFlags", purpose);
+}
+
+Event::~Event() {
+  if (event_ != nullptr) cudaEventDestroy(event_);
 }
 
 SharedFloats::SharedFloats(size_t count, const std::string& purpose) : count_(count) {

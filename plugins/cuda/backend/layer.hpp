@@ -65,6 +65,9 @@ class Layer {
   virtual void backward(const Pass& pass) = 0;
   // The parameters whose gradients this layer completes (for grad_ready).
   virtual std::vector<Parameter*> parameters() const { return {}; }
+  // Whether both passes enqueue the same launches every step, with no work of the host's between them and nothing
+  // the step changes (a seed, a batch's token IDs): then they are replayed from a CUDA graph (step_graph.hpp).
+  virtual bool replayable() const { return true; }
 };
 
 // A weighted layer's parameters: its kernel, and its bias where it has one.

@@ -25,7 +25,7 @@ Plan::Plan(Device& device, Parameters& params, const ramjet::ir::Graph& graph, i
            bool backward)
     : device_(device), params_(params), graph_(graph), batch_(batch), dtype_(dtype), backward_(backward) {
   const size_t element = element_bytes(dtype);
-  size_t largest_io = 0;
+  size_t largest_output = 0;
   auto add_value = [&](const std::string& name, const Shape& shape, size_t bytes_each) -> Value& {
     auto v = std::make_unique<Value>();
     v->name = name;
@@ -47,7 +47,7 @@ Plan::Plan(Device& device, Parameters& params, const ramjet::ir::Graph& graph, i
       v.host_ids.resize(static_cast<size_t>(v.elements));
       continue;
     }
-    largest_io = std::max(largest_io, static_cast<size_t>(add_value(in.name, in.shape, element).elements));
+    add_value(in.name, in.shape, element);
   }
   for (const auto& node : graph.nodes) {
     Build build{device, params, batch, dtype, backward, {}, add_value(node.name, node.shape, element)};
@@ -65,15 +65,50 @@ Plan::Plan(Device& device, Parameters& params, const ramjet::ir::Graph& graph, i
     for (Parameter* p : layers_.back()->parameters()) ++users_[p];
   }
   for (const auto& name : graph.outputs)
-    largest_io = std::max(largest_io, static_cast<size_t>(by_name_.at(name)->elements));
-  if (dtype == CUDA_R_16F) staging_ = Buffer(device, largest_io * sizeof(float), "float32 inputs and outputs");
+    largest_output = std::max(largest_output, static_cast<size_t>(by_name_.at(name)->elements));
+  if (dtype == CUDA_R_16F) staging_ = Buffer(device, largest_output * sizeof(float), "float32 outputs");
   if (graph.loss) loss_.emplace(*graph.loss, device, *by_name_.at(graph.loss->input), batch, dtype);
   if (backward)
     for (const auto& v : values_)
       if (v->wants_grad) v->grad = Buffer(device, v->data.bytes(), "gradient of " + v->name);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const bool replayable = layers_[i]->replayable();
+    if (runs_.empty() || runs_.back()->replayable != replayable) {
+      runs_.push_back(std::make_unique<Run>());
+      runs_.back()->begin = i;
+      runs_.back()->replayable = replayable;
+    }
+    runs_.back()->end = i + 1;
+  }
+  for (const auto& run : runs_)
+    run->what = "layers '" + graph.nodes[run->begin].name + "' to '" + graph.nodes[run->end - 1].name + "' (batch " +
+                std::to_string(batch) + ")";
+  gradients_written_.save = [this] {
+    std::vector<char> flags;
+    for (const auto& v : values_) flags.push_back(v->grad_written ? 1 : 0);
+    for (const auto& p : params_.all()) flags.push_back(p->written ? 1 : 0);
+    return flags;
+  };
+  gradients_written_.restore = [this](const std::vector<char>& flags) {
+    size_t k = 0;
+    for (const auto& v : values_) v->grad_written = flags.at(k++) != 0;
+    for (const auto& p : params_.all()) p->written = flags.at(k++) != 0;
+  };
+  for (const auto& in : graph.inputs) {
+    const Value& v = *by_name_.at(in.name);
+    if (v.token_ids) continue;
+    const size_t bytes = static_cast<size_t>(v.elements) * sizeof(float);
+    pinned_.emplace(in.name, PinnedBuffer(bytes, "pinned copy of input " + in.name));
+    if (dtype == CUDA_R_16F) wide_inputs_.emplace(in.name, Buffer(device, bytes, "float32 input " + in.name));
+  }
 }
 
 void Plan::load_inputs(ramjet::Example& inputs) {
+  // The host overwrites the pinned copies once the last copy out of them is done; the device overwrites the
+  // inputs once the last pass that read them is.
+  check(cudaEventSynchronize(inputs_copied_.get()), "cudaEventSynchronize", "the last input copy");
+  check(cudaStreamWaitEvent(device_.copy_stream(), inputs_read_.get()), "cudaStreamWaitEvent", "input readers");
+  bool copied = false;
   for (const auto& spec : graph_.inputs) {
     DLTensor* t = inputs.find(spec.name);
     if (t == nullptr)
@@ -90,12 +125,20 @@ void Plan::load_inputs(ramjet::Example& inputs) {
                                                            "' must be a contiguous float32 CPU tensor of shape " +
                                                            shape_string(full));
     Value& v = *by_name_.at(spec.name);
-    const void* host = static_cast<const char*>(t->data) + t->byte_offset;
     const size_t bytes = static_cast<size_t>(v.elements) * sizeof(float);
-    void* target = dtype_ == CUDA_R_16F ? staging_.get() : v.data.get();
-    check(cudaMemcpyAsync(target, host, bytes, cudaMemcpyHostToDevice, device_.stream()), "cudaMemcpyAsync",
-          "input " + spec.name);
-    if (dtype_ == CUDA_R_16F) to_half(staging_.as<float>(), v.data.get(), v.elements, device_.stream());
+    const PinnedBuffer& pinned = pinned_.at(spec.name);
+    std::memcpy(pinned.get(), static_cast<const char*>(t->data) + t->byte_offset, bytes);
+    void* target = dtype_ == CUDA_R_16F ? wide_inputs_.at(spec.name).get() : v.data.get();
+    check(cudaMemcpyAsync(target, pinned.get(), bytes, cudaMemcpyHostToDevice, device_.copy_stream()),
+          "cudaMemcpyAsync", "input " + spec.name);
+    copied = true;
+  }
+  if (!copied) return;
+  check(cudaEventRecord(inputs_copied_.get(), device_.copy_stream()), "cudaEventRecord", "input copies");
+  check(cudaStreamWaitEvent(device_.stream(), inputs_copied_.get()), "cudaStreamWaitEvent", "input copies");
+  for (const auto& [name, wide] : wide_inputs_) {
+    const Value& v = *by_name_.at(name);
+    to_half(wide.as<float>(), v.data.get(), v.elements, device_.stream());
   }
 }
 
@@ -113,7 +156,16 @@ void Plan::load_ids(Value& v, const DLTensor& t, const Shape& full) {
 }
 
 void Plan::forward(const Pass& pass) {
-  for (auto& layer : layers_) layer->forward(pass);
+  for (const auto& run : runs_) {
+    auto enqueue = [&] {
+      for (size_t i = run->begin; i < run->end; ++i) layers_[i]->forward(pass);
+    };
+    if (run->replayable)
+      run->forward[pass.training ? 1 : 0].run(device_, enqueue, nullptr,
+                                              (pass.training ? "training forward of " : "forward of ") + run->what);
+    else enqueue();
+  }
+  check(cudaEventRecord(inputs_read_.get(), device_.stream()), "cudaEventRecord", "input readers");
 }
 
 ramjet::Tensor Plan::to_host(const Value& v, const std::string& what) {
@@ -155,24 +207,39 @@ void Plan::run_taps(const std::vector<std::string>& names, ramjet_tap_fn fn, voi
   }
 }
 
+void Plan::backward_layer(size_t i, const Pass& pass) {
+  const Value& out = *by_name_.at(graph_.nodes[i].name);
+  if (out.wants_grad && out.grad_written) layers_[i]->backward(pass);
+}
+
 void Plan::backward(const Pass& pass, const ramjet_backward_args& args) {
   for (const auto& v : values_) v->grad_written = false;
   params_.begin_backward(args.accumulate != 0);
   std::map<const Parameter*, int> pending = users_;
   loss_->backward(args.loss_scale);
-  for (size_t i = layers_.size(); i-- > 0;) {
-    Value& out = *by_name_.at(graph_.nodes[i].name);
-    if (!out.wants_grad || !out.grad_written) continue;  // no gradient reaches it: nothing to deliver
-    layers_[i]->backward(pass);
-    if (args.grad_ready == nullptr) continue;
-    std::vector<Parameter*> done;
-    for (Parameter* p : layers_[i]->parameters())
-      if (p->trainable && --pending[p] == 0) done.push_back(p);
-    if (done.empty()) continue;
-    device_.wait("backward of " + graph_.nodes[i].name);  // the host reads the gradients it is handed
-    for (Parameter* p : done) args.grad_ready(args.grad_ready_user, p->name.c_str(), &p->grad_view.dl_tensor);
+  for (size_t r = runs_.size(); r-- > 0;) {
+    Run& run = *runs_[r];
+    if (run.replayable && args.grad_ready == nullptr) {  // grad_ready waits between layers: nothing to capture
+      run.backward[args.accumulate != 0 ? 1 : 0].run(
+          device_, [&] { for (size_t i = run.end; i-- > run.begin;) backward_layer(i, pass); }, &gradients_written_,
+          (args.accumulate != 0 ? "accumulating backward of " : "backward of ") + run.what);
+      continue;
+    }
+    for (size_t i = run.end; i-- > run.begin;) {
+      const Value& out = *by_name_.at(graph_.nodes[i].name);
+      if (!out.wants_grad || !out.grad_written) continue;  // no gradient reaches it: nothing to deliver
+      layers_[i]->backward(pass);
+      if (args.grad_ready == nullptr) continue;
+      std::vector<Parameter*> done;
+      for (Parameter* p : layers_[i]->parameters())
+        if (p->trainable && --pending[p] == 0) done.push_back(p);
+      if (done.empty()) continue;
+      device_.wait("backward of " + graph_.nodes[i].name);  // the host reads the gradients it is handed
+      for (Parameter* p : done) args.grad_ready(args.grad_ready_user, p->name.c_str(), &p->grad_view.dl_tensor);
+    }
   }
   params_.end_backward();
+  check(cudaEventRecord(inputs_read_.get(), device_.stream()), "cudaEventRecord", "input readers");
   device_.wait("backward");
   if (args.grad_ready == nullptr) return;
   // Gradients no layer completed (unused parameters, layers no gradient reached) are final now too.

@@ -5,10 +5,12 @@
 
 #include "layer.hpp"
 #include "loss.hpp"
+#include "step_graph.hpp"
 
 #include <ramjet/sdk/example.hpp>
 #include <ramjet/sdk/tensor.hpp>
 
+#include <array>
 #include <map>
 #include <optional>
 
@@ -50,6 +52,25 @@ class Plan {
 
   std::map<const Parameter*, int> users_;  // layers that deliver a part of each parameter's gradient
   Buffer staging_;  // float32 inputs and outputs on their way to and from float16 values
+
+  // The layers cut into runs: a run of replayable layers (Layer::replayable) is replayed from CUDA graphs, one for
+  // each way a pass can go (forward: training or not; backward: accumulating or not); the others run as they are.
+  struct Run {
+    size_t begin = 0, end = 0;  // layers_[begin, end)
+    bool replayable = false;
+    std::string what;  // "layers 'c1' to 'fc' (batch 256)"
+    std::array<StepGraph, 2> forward, backward;
+  };
+  std::vector<std::unique_ptr<Run>> runs_;
+  HostBookkeeping gradients_written_;  // which values' and parameters' gradients a backward has written
+  void backward_layer(size_t i, const Pass& pass);
+
+  // The float32 inputs' way in: copied into pinned memory by the host, then to the device on the copy stream,
+  // which waits for the last pass that read the inputs (`inputs_read_`); the pass waits for `inputs_copied_`.
+  std::map<std::string, PinnedBuffer> pinned_;
+  std::map<std::string, Buffer> wide_inputs_;  // mixed_float16: each input as float32 on the device, then halved
+  Event inputs_copied_{"input copies"};
+  Event inputs_read_{"input readers"};
 };
 
 }  // namespace cuda_plugin

@@ -124,6 +124,8 @@ class Attention : public Layer {
     }
   }
 
+  // Dropping probabilities takes the step's seed: a new mask every step.
+  bool replayable() const override { return rate_ == 0.0f; }
   std::vector<Parameter*> parameters() const override {
     std::vector<Parameter*> all;
     for (const Projection* p : {&query_, &key_, &value_}) {

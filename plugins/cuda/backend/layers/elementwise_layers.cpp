@@ -66,6 +66,8 @@ class Dropout : public OneInputLayer {
     else copy(dx, out_.grad.get(), out_.grad.bytes(), device_, "dropout gradient (identity)");
     gradient_written(in_, device_, dtype_);
   }
+  // A mask is the step's seed's: a new one every step.
+  bool replayable() const override { return rate_ == 0.0f; }
 
  private:
   uint64_t salt_;

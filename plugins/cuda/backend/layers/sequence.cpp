@@ -70,6 +70,8 @@ class Embedding : public Layer {
     params_.grad_commit(*table_);
   }
 
+  // The host checks every batch's token IDs and orders their rows for the backward, whose launch counts them.
+  bool replayable() const override { return false; }
   std::vector<Parameter*> parameters() const override { return {table_}; }
 
  private:
