@@ -6,7 +6,7 @@ import json
 import math
 import subprocess
 
-from rows import CUDA_ROWS, PEERS
+from rows import CUDA_LAUNCHED_ROW, CUDA_ROWS, PEERS
 
 
 def graph(ramjet, manifest):
@@ -83,6 +83,14 @@ def cuda_checks(model, by):
         out.append(unjudged(model, text, 2.0, why) if why else
                    check(model, text, 2.0, speed["ramjet-cuda-fp16"] / speed["ramjet-cuda-fp32"]))
     return out
+
+
+def cuda_graph_gain(by):
+    """ramjet-cuda-fp16 over the same row with every kernel launched every step (no target: what graphs buy), or
+    None where either did not run."""
+    replayed = by.get("ramjet-cuda-fp16", {}).get("samples_per_s")
+    launched = by.get(CUDA_LAUNCHED_ROW, {}).get("samples_per_s")
+    return round(replayed / launched, 3) if replayed and launched else None
 
 
 def add_gflops(rows, flops):

@@ -24,6 +24,8 @@ BATCH = 128
 # for the CNN (60,000 // 256: no partial last batch, which would make cuDNN's autotuner and torch.compile start over
 # inside the timing), 200 for the ResNet as on the CPU.
 CUDA_ROWS = ("ramjet-cuda-fp32", "ramjet-cuda-fp16", "torch-cuda-fp32", "torch-cuda-amp", "torch-cuda-amp-compile")
+# What replaying the step from CUDA graphs buys: ramjet-cuda-fp16 with every kernel launched every step.
+CUDA_LAUNCHED_ROW = "ramjet-cuda-fp16-launched"
 CUDA_MODELS = ("cnn", "resnet")
 CUDA_BATCH = 256
 CUDA_DEFAULT_STEPS = {"cnn": 60000 // CUDA_BATCH, "resnet": 200}
@@ -51,7 +53,7 @@ def row_names(model, load_models, device="cpu"):
     measured there), the `-load` rows last and only for the models named by --load-models; under --device cuda the
     GPU's rows only."""
     if device == "cuda":
-        return list(CUDA_ROWS)
+        return list(CUDA_ROWS) + [CUDA_LAUNCHED_ROW]
     names = ["ramjet-fp32", "ramjet-bf16"] + (["ramjet-fp32-trace"] if model == "cnn" else []) + list(PEERS)
     return names + (["ramjet-fp32-load", "ramjet-fp32-load-adapt", "tf-fp32-load"] if model in load_models else [])
 
@@ -88,31 +90,36 @@ def bench_manifest(model, precision, a, work, adapt_threads=False):
     return path
 
 
-def cuda_manifest(model, precision, a, work):
-    """The model's manifest for a GPU row: train.backend "cuda", batch 256, 2 epochs of epoch_steps batches (the
-    second is the steady state), the data pipeline's budget every core (threads(a)), no train.threads (the cuda
-    backend's parallelism is the device's own), no periodic checkpoints and no export."""
+def cuda_manifest(model, precision, a, work, graphs=True):
+    """The model's manifest for a GPU row: train.backend "cuda" (graphs False: with cuda_graphs off), batch 256, 2
+    epochs of epoch_steps batches (the second is the steady state), the data pipeline's budget every core
+    (threads(a)), no train.threads (the cuda backend's parallelism is the device's own), no periodic checkpoints and
+    no export."""
     with open(MANIFESTS[model]) as f:
         doc = json.load(f)
     doc["data"]["train"].update(batch=CUDA_BATCH, take=epoch_steps(a, model) * CUDA_BATCH, budget={"cpu": threads(a)})
-    doc["train"].update(backend="cuda", epochs=2, precision=precision)
+    backend = "cuda" if graphs else {"type": "cuda", "cuda_graphs": False}
+    doc["train"].update(backend=backend, epochs=2, precision=precision)
     doc["train"].pop("threads", None)
-    checkpoints = os.path.join(work, f"checkpoints-{model}-cuda-{precision}")
+    variant = f"cuda-{precision}{'' if graphs else '-launched'}"
+    checkpoints = os.path.join(work, f"checkpoints-{model}-{variant}")
     doc["train"]["checkpoint"] = {"dir": checkpoints, "every_steps": 0}
     doc.pop("export", None)
-    path = os.path.join(work, f"{model}-cuda-{precision}.json")
+    path = os.path.join(work, f"{model}-{variant}.json")
     with open(path, "w") as f:
         json.dump(doc, f, indent=1)
     return path
 
 
-def ramjet_row(a, work, model, precision, trace=None, adapt_threads=False, cuda=False):
-    """`ramjet run MANIFEST --quiet --report R` of the bench manifest (cuda: the GPU's), read back from R."""
+def ramjet_row(a, work, model, precision, trace=None, adapt_threads=False, cuda=False, graphs=True):
+    """`ramjet run MANIFEST --quiet --report R` of the bench manifest (cuda: the GPU's, with or without CUDA graphs),
+    read back from R."""
     if cuda:
-        manifest = cuda_manifest(model, precision, a, work)
+        manifest = cuda_manifest(model, precision, a, work, graphs)
     else:
         manifest = bench_manifest(model, precision, a, work, adapt_threads)
-    report = os.path.join(work, f"report-{model}{'-cuda' if cuda else ''}-{precision}.json")
+    variant = ("-cuda" if cuda else "") + ("" if graphs else "-launched")
+    report = os.path.join(work, f"report-{model}{variant}-{precision}.json")
     command = [a.ramjet, "run", manifest, "--quiet", "--report", report]
     if trace:
         command += ["--trace", os.path.join(work, "trace.json")]
@@ -192,6 +199,8 @@ def runner(a, work, model, name, quiet):
             row["variant"] = "jit" if jit else "no-jit"
             return row
         return tf_loaded
+    if name == CUDA_LAUNCHED_ROW:
+        return lambda: ramjet_row(a, work, model, "mixed_float16", cuda=True, graphs=False)
     if name.startswith("ramjet-cuda-"):
         return lambda: ramjet_row(a, work, model, "mixed_float16" if name.endswith("-fp16") else "float32", cuda=True)
     if name.startswith("ramjet-"):

@@ -15,7 +15,8 @@ fp32 peak RSS ≤ the leanest peer's; under load ramjet keeps ≥ 60 % of its sp
 --device cuda (issue 16), on a machine with an NVIDIA GPU: only the GPU's rows, batch 256, for cnn and resnet (the
 default there both): ramjet's cuda backend (ramjet-cuda-fp32, ramjet-cuda-fp16: train.backend "cuda", float32 or
 mixed_float16, the data pipeline on every core) and PyTorch on the GPU (torch-cuda-fp32, torch-cuda-amp: float16
-autocast with a GradScaler, torch-cuda-amp-compile: the same under torch.compile). The GPU's name heads the result.
+autocast with a GradScaler, torch-cuda-amp-compile: the same under torch.compile), and ramjet-cuda-fp16-launched (ramjet-cuda-fp16 with
+cuda_graphs off: what replaying the step from CUDA graphs buys, printed as a ratio). The GPU's name heads the result.
 Checks: ramjet-cuda-fp16 ≥ 1.3 × the best torch-cuda row, and on the ResNet ≥ 2 × ramjet-cuda-fp32; a row that
 failed (no GPU: "no CUDA device") is a failed row with its error, and the checks it feeds say they were not judged.
 """
@@ -167,6 +168,7 @@ def bench(a, work):
             checks.add_gflops(model_rows, flops)
             for row in model_rows:
                 row["device"] = "cuda"
+            models[model]["cuda_graph_gain"] = checks.cuda_graph_gain({r["name"]: r for r in model_rows})
         all_rows += model_rows
         all_checks += checks.model_checks(model, model_rows, a.device)
     result = {"benchmark": "train", "models": models, "rows": all_rows, "checks": all_checks, "matmul_peak": peak,
@@ -204,6 +206,10 @@ def print_table(result):
             notes.append("runs " + " · ".join(f"{x:.0f}" for x in r["runs"]))
         print(f"{r['model']:10} {r['name']:{w}} {r['samples_per_s']:10.0f} {r['peak_rss_bytes'] / 2**20:9.0f} "
               f"{r.get('params', ''):>8}   {'; '.join(notes)}")
+    for model, m in result["models"].items():
+        if m.get("cuda_graph_gain"):
+            print(f"{model:10} ramjet-cuda-fp16 / {rows.CUDA_LAUNCHED_ROW} (what CUDA graphs buy): "
+                  f"{m['cuda_graph_gain']:.3f}")
     w = max([62] + [len(c["ratio"]) for c in result["checks"]])
     for c in result["checks"]:
         print_check(c, w)
