@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <vector>
@@ -76,6 +77,57 @@ TEST_F(NcclStrategy, OneRankReducesCpuAndDeviceTensorsInPlace) {
   cudaFree(device);
   const Status b = ramjet::test::call([&](ramjet_error* e) { return vt().barrier(self(), e); });
   EXPECT_TRUE(b.ok()) << b.message;
+}
+
+// The overlapped slots the trainer's gradient buckets use: all-reduces of device, managed (the cuda backend's
+// gradients) and CPU tensors started one after another, all outstanding at once, then waited for in another order,
+// each exactly once; every tensor ends as one rank's reduction leaves it; a handle waited for twice, or never
+// started, is a named error.
+TEST_F(NcclStrategy, StartedAllReducesAreWaitedForInAnyOrder) {
+  const Status made = create({{"rank", 0}, {"world_size", 1}, {"timeout_s", 60}});
+  ASSERT_TRUE(made.ok()) << made.message;
+  ASSERT_NE(vt().all_reduce_start, nullptr);
+  ASSERT_NE(vt().all_reduce_wait, nullptr);
+  constexpr int64_t kCount = 1 << 20;
+  std::vector<float> want(kCount);
+  for (int64_t i = 0; i < kCount; ++i) want[static_cast<size_t>(i)] = static_cast<float>(i % 977) * 0.25f - 3.0f;
+  float* device = nullptr;
+  float* managed = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&device), sizeof(float) * kCount), cudaSuccess);
+  ASSERT_EQ(cudaMallocManaged(reinterpret_cast<void**>(&managed), sizeof(float) * kCount), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(device, want.data(), sizeof(float) * kCount, cudaMemcpyHostToDevice), cudaSuccess);
+  std::copy(want.begin(), want.end(), managed);
+  std::vector<float> host = want;
+  int64_t shape = kCount;
+  DLTensor tensors[3] = {{device, {kDLCUDA, 0}, 1, {kDLFloat, 32, 1}, &shape, nullptr, 0},
+                         {managed, {kDLCUDAManaged, 0}, 1, {kDLFloat, 32, 1}, &shape, nullptr, 0},
+                         {host.data(), {kDLCPU, 0}, 1, {kDLFloat, 32, 1}, &shape, nullptr, 0}};
+  const ramjet_collective_args args{sizeof(ramjet_collective_args), RAMJET_ABI_VERSION, RAMJET_REDUCE_MEAN, 0, nullptr};
+  uint64_t handles[3] = {};
+  for (int k = 0; k < 3; ++k) {
+    const Status s = ramjet::test::call(
+        [&](ramjet_error* e) { return vt().all_reduce_start(self(), &tensors[k], &args, &handles[k], e); });
+    ASSERT_TRUE(s.ok()) << s.message;
+  }
+  EXPECT_NE(handles[0], handles[1]);
+  EXPECT_NE(handles[1], handles[2]);
+  for (int k : {1, 2, 0}) {
+    const Status s = ramjet::test::call([&](ramjet_error* e) { return vt().all_reduce_wait(self(), handles[k], e); });
+    EXPECT_TRUE(s.ok()) << s.message;
+  }
+  std::vector<float> back(kCount);
+  ASSERT_EQ(cudaMemcpy(back.data(), device, sizeof(float) * kCount, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(back, want) << "device tensor";
+  EXPECT_TRUE(std::equal(want.begin(), want.end(), managed)) << "managed tensor";
+  EXPECT_EQ(host, want) << "CPU tensor";
+  cudaFree(device);
+  cudaFree(managed);
+  const Status twice =
+      ramjet::test::call([&](ramjet_error* e) { return vt().all_reduce_wait(self(), handles[0], e); });
+  EXPECT_EQ(twice.code, RAMJET_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(twice.message.find("waited for already"), std::string::npos) << twice.message;
+  const Status unknown = ramjet::test::call([&](ramjet_error* e) { return vt().all_reduce_wait(self(), 12345, e); });
+  EXPECT_EQ(unknown.code, RAMJET_ERR_INVALID_ARGUMENT);
 }
 
 // Rank 0 of two, alone: it serves the store and publishes the id, but rank 1 never joins, so building the

@@ -90,6 +90,8 @@ NcclStrategy::~NcclStrategy() {
     if (state == ncclSuccess) ncclCommDestroy(comm_);
     else ncclCommAbort(comm_);
   }
+  for (auto& [handle, started] : started_)
+    if (started.done != nullptr) cudaEventDestroy(started.done);
   if (staging_ != nullptr) cudaFree(staging_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
@@ -132,6 +134,11 @@ void NcclStrategy::abort_with(const std::string& message) {
 }
 
 void NcclStrategy::wait(cudaStream_t stream, const std::string& what) {
+  if (stream == nullptr) wait(std::function<cudaError_t()>(), what);
+  else wait([stream] { return cudaStreamQuery(stream); }, what);
+}
+
+void NcclStrategy::wait(const std::function<cudaError_t()>& device_done, const std::string& what) {
   const auto deadline = Clock::now() + settings_.rendezvous.timeout;
   for (;;) {
     ncclResult_t state = ncclSuccess;
@@ -144,8 +151,8 @@ void NcclStrategy::wait(cudaStream_t stream, const std::string& what) {
                  "; the communicator was aborted");
     }
     bool done = state == ncclSuccess;
-    if (done && stream != nullptr) {
-      const cudaError_t q = cudaStreamQuery(stream);
+    if (done && device_done) {
+      const cudaError_t q = device_done();
       if (q != cudaSuccess && q != cudaErrorNotReady)
         abort_with(who() + ": " + what + " failed on the GPU: " + cudaGetErrorString(q));
       done = q == cudaSuccess;
@@ -159,7 +166,8 @@ void NcclStrategy::wait(cudaStream_t stream, const std::string& what) {
 }
 
 template <class Enqueue>
-void NcclStrategy::collective(DLTensor& tensor, void* given_stream, const std::string& what, Enqueue run) {
+void NcclStrategy::collective(DLTensor& tensor, void* given_stream, const std::string& what, Enqueue run,
+                              cudaEvent_t done) {
   if (failed_) throw ramjet::Error(kPeerFailure, who() + ": " + what + " not started: an earlier collective failed: " +
                                                      failure_);
   check_cuda(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
@@ -173,7 +181,12 @@ void NcclStrategy::collective(DLTensor& tensor, void* given_stream, const std::s
     auto stream = given_stream != nullptr ? static_cast<cudaStream_t>(given_stream) : stream_;
     const ncclResult_t r = run(data, count, type, stream);
     if (r != ncclSuccess && r != ncclInProgress) abort_with(who() + ": " + what + ": " + ncclGetErrorString(r));
-    wait(stream, what);
+    if (done == nullptr) {
+      wait(stream, what);
+      return;
+    }
+    wait(nullptr, what + " (enqueueing it)");  // a non-blocking communicator may still be enqueueing
+    check_cuda(cudaEventRecord(done, stream), "cudaEventRecord (" + what + ")");
     return;
   }
   if (tensor.device.device_type != kDLCPU && tensor.device.device_type != kDLCUDAHost)
@@ -192,13 +205,59 @@ void NcclStrategy::collective(DLTensor& tensor, void* given_stream, const std::s
   check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
 }
 
+std::string NcclStrategy::all_reduce_text(const DLTensor& tensor) const {
+  return "all-reduce of " + std::to_string(ramjet::element_count(tensor)) + " " + ramjet::dtype_name(tensor.dtype) +
+         " elements";
+}
+
 void NcclStrategy::all_reduce(DLTensor& tensor, const ramjet_collective_args& args) {
   const ncclRedOp_t op = nccl_op(args.op);
-  const std::string what = "all-reduce of " + std::to_string(ramjet::element_count(tensor)) + " " +
-                           ramjet::dtype_name(tensor.dtype) + " elements";
-  collective(tensor, args.stream, what, [&](void* buffer, size_t count, ncclDataType_t type, cudaStream_t stream) {
-    return ncclAllReduce(buffer, buffer, count, type, op, comm_, stream);
-  });
+  collective(tensor, args.stream, all_reduce_text(tensor),
+             [&](void* buffer, size_t count, ncclDataType_t type, cudaStream_t stream) {
+               return ncclAllReduce(buffer, buffer, count, type, op, comm_, stream);
+             });
+}
+
+uint64_t NcclStrategy::all_reduce_start(DLTensor& tensor, const ramjet_collective_args& args) {
+  Started started{nullptr, all_reduce_text(tensor)};
+  if (on_device(tensor)) {
+    const ncclRedOp_t op = nccl_op(args.op);
+    check_cuda(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
+    check_cuda(cudaEventCreateWithFlags(&started.done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+    try {
+      collective(
+          tensor, args.stream, started.what,
+          [&](void* buffer, size_t count, ncclDataType_t type, cudaStream_t stream) {
+            return ncclAllReduce(buffer, buffer, count, type, op, comm_, stream);
+          },
+          started.done);
+    } catch (...) {
+      cudaEventDestroy(started.done);
+      throw;
+    }
+  } else {
+    all_reduce(tensor, args);  // through the staging buffer, one at a time: done before it returns
+  }
+  const uint64_t handle = next_handle_++;
+  started_.emplace(handle, std::move(started));
+  return handle;
+}
+
+void NcclStrategy::all_reduce_wait(uint64_t handle) {
+  auto it = started_.find(handle);
+  if (it == started_.end())
+    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, who() + ": all_reduce_wait: handle " + std::to_string(handle) +
+                                                         " was not started, or was waited for already");
+  const Started started = std::move(it->second);
+  started_.erase(it);
+  if (started.done == nullptr) return;
+  struct EventOwner {
+    cudaEvent_t event;
+    ~EventOwner() { cudaEventDestroy(event); }
+  } owner{started.done};
+  if (failed_) throw ramjet::Error(kPeerFailure, who() + ": " + started.what + ": an earlier collective failed: " + failure_);
+  check_cuda(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
+  wait([&] { return cudaEventQuery(started.done); }, started.what);
 }
 
 void NcclStrategy::broadcast(DLTensor& tensor, const ramjet_collective_args& args) {

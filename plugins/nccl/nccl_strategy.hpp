@@ -8,6 +8,10 @@
 // Tensors may live on the GPU (the cuda backend's gradients: device or managed memory) and are reduced in place
 // on the backend's stream (ramjet_collective_args.stream) or this strategy's own; CPU tensors (initial weights,
 // metrics) travel through a device buffer.
+//
+// all_reduce_start/all_reduce_wait let the trainer's gradient buckets overlap with backward: start enqueues the
+// all-reduce of a GPU tensor and returns at once (the cuda backend hands each gradient over once it is final, and
+// its next layers run on its own stream beside NCCL's); wait polls for that all-reduce alone, within the timeout.
 #pragma once
 
 #include "nccl_settings.hpp"
@@ -15,6 +19,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -41,15 +47,22 @@ class NcclStrategy {
   void broadcast(DLTensor& tensor, const ramjet_collective_args& args);
   void all_reduce(DLTensor& tensor, const ramjet_collective_args& args);
   void barrier();
+  // A GPU tensor's all-reduce enqueued (a CPU tensor's is done before this returns); the handle is waited for once.
+  uint64_t all_reduce_start(DLTensor& tensor, const ramjet_collective_args& args);
+  void all_reduce_wait(uint64_t handle);
 
  private:
   ncclUniqueId meet();
-  // A collective on `tensor` (in place): `run` enqueues it on the stream given; waits for it within the timeout.
+  // A collective on `tensor` (in place): `run` enqueues it on the stream given; waits for it within the timeout,
+  // or, when `done` is given, records it there instead and returns once it is enqueued.
   template <class Enqueue>
-  void collective(DLTensor& tensor, void* stream, const std::string& what, Enqueue run);
-  // Polls the communicator until it is no longer in progress, and `stream` (when given) until its work is done,
-  // within the timeout; aborts the communicator and throws on an error or the deadline.
+  void collective(DLTensor& tensor, void* stream, const std::string& what, Enqueue run, cudaEvent_t done = nullptr);
+  // Polls the communicator until it is no longer in progress, and `device_done` (when given: a stream's or an
+  // event's query) until the GPU's work is done, within the timeout; aborts the communicator and throws on an error
+  // or the deadline.
+  void wait(const std::function<cudaError_t()>& device_done, const std::string& what);
   void wait(cudaStream_t stream, const std::string& what);
+  std::string all_reduce_text(const DLTensor& tensor) const;
   [[noreturn]] void abort_with(const std::string& message);
   std::string who() const;
 
@@ -62,6 +75,12 @@ class NcclStrategy {
   std::unique_ptr<ramjet::net::TcpStoreServer> server_;  // rank 0's, alive as long as the communicator
   void* staging_ = nullptr;  // device memory for CPU tensors
   size_t staging_bytes_ = 0;
+  struct Started {
+    cudaEvent_t done = nullptr;  // recorded after the all-reduce; null for a CPU tensor's, done at start
+    std::string what;
+  };
+  std::map<uint64_t, Started> started_;  // by handle, until waited for
+  uint64_t next_handle_ = 1;
 };
 
 }  // namespace ramjet_nccl
