@@ -737,50 +737,71 @@ struct CudaRun {
   std::string log;  // the backend's debug lines
 };
 
-// Six steps of a residual model with dropout in the middle (so the layers fall into replayable runs around one that
-// is not): a plain backward every step and, from step 4, a second, accumulating one; then an evaluation at another
-// batch size (a new plan, which may move the convolution workspace), and two more steps.
-CudaRun train_cuda(bool graphs, const std::string& precision) {
-  const json g = Ir()
-                     .input("x", {6, 6, 2})
-                     .conv("c1", "x", 2, {6, 6, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"use_bias", false}})
-                     .batch_norm("bn", "c1", {6, 6, 4})
-                     .node("r", "activation", {"bn"}, {6, 6, 4}, {{"activation", "relu"}})
-                     .conv("c2", "r", 4, {6, 6, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
-                     .node("sum", "add", {"r", "c2"}, {6, 6, 4})
-                     .node("drop", "dropout", {"sum"}, {6, 6, 4}, {{"rate", 0.25}})
-                     .node("pool", "global_avg_pool", {"drop"}, {4})
-                     .dense("out", "pool", 4, 3)
-                     .classifier("out");
+// A residual image model with batch norm, and dropout in the middle (its mask read from the step's seed on the
+// device, so it is replayed too).
+json residual_image_model() {
+  return Ir()
+      .input("x", {6, 6, 2})
+      .conv("c1", "x", 2, {6, 6, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"use_bias", false}})
+      .batch_norm("bn", "c1", {6, 6, 4})
+      .node("r", "activation", {"bn"}, {6, 6, 4}, {{"activation", "relu"}})
+      .conv("c2", "r", 4, {6, 6, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
+      .node("sum", "add", {"r", "c2"}, {6, 6, 4})
+      .node("drop", "dropout", {"sum"}, {6, 6, 4}, {{"rate", 0.25}})
+      .node("pool", "global_avg_pool", {"drop"}, {4})
+      .dense("out", "pool", 4, 3)
+      .classifier("out");
+}
+
+// A token model whose embedding (the host checks each batch's IDs) runs as it is, and whose other layers, attention
+// with dropout on its probabilities among them, are replayed.
+json token_model() {
+  return graph_of({{"input", {{"tokens", {{"shape", {7}}, {"dtype", "int32"}}}}},
+                   {"layers",
+                    {{{"type", "embedding"}, {"input_dim", 13}, {"output_dim", 8}, {"name", "embed"}},
+                     {{"type", "multi_head_attention"}, {"num_heads", 2}, {"key_dim", 4}, {"use_causal_mask", true},
+                      {"dropout", 0.2}, {"name", "attend"}},
+                     {{"type", "dropout"}, {"rate", 0.3}, {"name", "drop"}},
+                     {{"type", "dense"}, {"units", 13}, {"name", "logits"}}}},
+                   {"loss", token_loss()}});
+}
+
+// Eight steps of `g`: a plain backward every step and, from step 4, a second, accumulating one; then an evaluation
+// at another batch size (a new plan, which may move the convolution workspace) between steps 6 and 7.
+CudaRun train_cuda(const json& g, const std::function<Example(int64_t n, uint32_t seed)>& batch, const std::string& output,
+                   bool graphs, const std::string& precision) {
   Example params = random_params(g, 31, 0.5f);
   for (auto& e : params.entries)  // a variance must be positive
     if (e.name.find("moving_variance") != std::string::npos)
-      for (float& v : std::span(static_cast<float*>(e.tensor->dl_tensor.data), 4)) v = std::fabs(v) + 0.5f;
+      for (float& v : std::span(static_cast<float*>(e.tensor->dl_tensor.data), e.tensor->dl_tensor.shape[0]))
+        v = std::fabs(v) + 0.5f;
   CudaRun run;
   const ramjet_log_level level = ramjet::core::log_level();
   ramjet::core::set_log_level(RAMJET_LOG_DEBUG);
   testing::internal::CaptureStderr();
   {
     Harness h(json{{"cuda_graphs", graphs}}, "cuda");
-    EXPECT_TRUE(h.compile(g, options_with(8, {{"type", "adam"}}, precision)).ok());
+    const Status compiled = h.compile(g, options_with(8, {{"type", "adam"}}, precision));
+    EXPECT_TRUE(compiled.ok()) << compiled.message;
     EXPECT_TRUE(h.set_state("parameters", params).ok());
+    const float scale = precision == "float32" ? 1.0f : 1024.0f;
     auto step = [&](int n) {
       for (int pass = 0; pass < (n >= 4 ? 2 : 1); ++pass) {
-        Example batch = batch_of({6, 6, 2}, 8, 3, static_cast<uint32_t>(100 * n + pass)), out;
-        const Status f = h.forward(batch, out, true, static_cast<uint64_t>(n));
+        Example inputs = batch(8, static_cast<uint32_t>(100 * n + pass)), out;
+        const Status f = h.forward(inputs, out, true, static_cast<uint64_t>(1000 + n));
         EXPECT_TRUE(f.ok()) << f.message;
-        run.logits.push_back(values(out, "out"));
+        run.logits.push_back(values(out, output));
         run.losses.push_back(scalar(out, "loss"));
-        EXPECT_TRUE(h.backward(precision == "float32" ? 1.0f : 1024.0f, pass == 1).ok());
+        EXPECT_TRUE(h.backward(scale, pass == 1).ok());
         Example grads = h.state("gradients");
         for (const auto& e : grads.entries) run.gradients.push_back(values(grads, e.name));
       }
-      EXPECT_TRUE(h.update(n, 0.01f, precision == "float32" ? 1.0f : 1.0f / 1024).ok());
+      EXPECT_TRUE(h.update(n, 0.01f, 1.0f / scale).ok());
     };
     for (int n = 1; n <= 6; ++n) step(n);
-    Example batch = batch_of({6, 6, 2}, 5, 3, 999), out;
-    EXPECT_TRUE(h.forward(batch, out, false).ok());
-    run.evaluation = values(out, "out");
+    Example inputs = batch(5, 999), out;
+    EXPECT_TRUE(h.forward(inputs, out, false).ok());
+    run.evaluation = values(out, output);
     for (int n = 7; n <= 8; ++n) step(n);
     Example trained = h.state("parameters");
     for (const auto& e : trained.entries) {
@@ -811,24 +832,45 @@ void expect_same_run(const CudaRun& got, const CudaRun& want, const char* what) 
 
 // The runs of replayable layers are captured once and replayed: every logit, loss, gradient, evaluation output and
 // final parameter is the same, bit for bit, as when every kernel is launched every step, in float32 and
-// mixed_float16. Two runs without graphs first show that the backend is deterministic, which the comparison needs.
+// mixed_float16, for an image model replayed whole (dropout's mask from the step's seed on the device) and a token
+// model whose embedding runs as it is between replays. Two runs without graphs first show that the backend is
+// deterministic, which the comparison needs.
 TEST(CudaGraphs, ReplayedStepsAreTheLaunchedStepsBitForBit) {
   if (const std::string why = backend_unavailable("cuda"); !why.empty()) GTEST_SKIP() << "no CUDA device here: " << why;
-  for (const std::string precision : {"float32", "mixed_float16"}) {
-    SCOPED_TRACE(precision);
-    const CudaRun launched = train_cuda(false, precision), again = train_cuda(false, precision),
-                  replayed = train_cuda(true, precision);
-    expect_same_run(again, launched, "launched twice");
-    expect_same_run(replayed, launched, "replayed against launched");
-    EXPECT_EQ(launched.log.find("CUDA graph"), std::string::npos) << launched.log;
-    EXPECT_EQ(replayed.log.find("could not capture"), std::string::npos) << replayed.log;
-    for (const char* captured :
-         {"captured the training forward of layers 'c1' to 'sum' (batch 8)",
-          "captured the training forward of layers 'pool' to 'out' (batch 8)",
-          "captured the backward of layers 'c1' to 'sum' (batch 8)", "captured the backward of layers 'pool' to 'out' (batch 8)",
-          "captured the accumulating backward of layers 'c1' to 'sum' (batch 8)"})
-      EXPECT_NE(replayed.log.find(captured), std::string::npos) << captured << "\n" << replayed.log;
-    EXPECT_EQ(replayed.log.find("layers 'drop'"), std::string::npos) << "dropout's mask changes every step";
+  const json image = residual_image_model(), tokens = token_model();
+  struct Case {
+    const json& g;
+    std::function<Example(int64_t, uint32_t)> batch;
+    std::string output;
+    std::vector<std::string> captured, launched;
+  };
+  const Case cases[] = {
+      {image, [](int64_t n, uint32_t seed) { return batch_of({6, 6, 2}, n, 3, seed); }, "out",
+       {"captured the training forward of layers 'c1' to 'out' (batch 8)",
+        "captured the backward of layers 'c1' to 'out' (batch 8)",
+        "captured the accumulating backward of layers 'c1' to 'out' (batch 8)"},
+       {}},
+      {tokens, [&](int64_t n, uint32_t seed) { return batch_for_graph(tokens, n, 13, 13, seed); }, "logits",
+       {"captured the training forward of layers 'attend' to 'logits' (batch 8)",
+        "captured the backward of layers 'attend' to 'logits' (batch 8)",
+        "captured the accumulating backward of layers 'attend' to 'logits' (batch 8)"},
+       {"layers 'embed'"}},
+  };
+  for (const Case& c : cases) {
+    for (const std::string precision : {"float32", "mixed_float16"}) {
+      SCOPED_TRACE(c.output + " model, " + precision);
+      const CudaRun launched = train_cuda(c.g, c.batch, c.output, false, precision),
+                    again = train_cuda(c.g, c.batch, c.output, false, precision),
+                    replayed = train_cuda(c.g, c.batch, c.output, true, precision);
+      expect_same_run(again, launched, "launched twice");
+      expect_same_run(replayed, launched, "replayed against launched");
+      EXPECT_EQ(launched.log.find("CUDA graph"), std::string::npos) << launched.log;
+      EXPECT_EQ(replayed.log.find("could not capture"), std::string::npos) << replayed.log;
+      for (const std::string& line : c.captured)
+        EXPECT_NE(replayed.log.find(line), std::string::npos) << line << "\n" << replayed.log;
+      for (const std::string& part : c.launched)
+        EXPECT_EQ(replayed.log.find(part), std::string::npos) << part << " runs as it is\n" << replayed.log;
+    }
   }
 }
 #endif

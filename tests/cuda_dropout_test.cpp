@@ -1,6 +1,6 @@
 // The cuda plugin's dropout on a GPU: the kept share near 1 − rate, kept values scaled exactly by 1 / (1 − rate),
-// the backward's mask the forward's, the same seed the same mask, another seed another; a bad rate refused
-// everywhere.
+// the backward's mask the forward's, the same seed the same mask, another seed another, a seed in device memory the
+// same as by value; a bad rate refused everywhere.
 #include "cuda_check.hpp"
 #include "dropout.hpp"
 #include "require_gpu.hpp"
@@ -55,6 +55,42 @@ TEST(CudaDropout, KeepsOneMinusRateScaledAndTheBackwardMasksAlike) {
   EXPECT_EQ(fy2, fy) << "the same seed, the same mask";
   EXPECT_GT(differ, n / 4) << "another seed, another mask";
   for (void* p : {dx_in, y, dx, y2, y3}) cudaFree(p);
+}
+
+// A seed read from device memory as the kernel runs (what a CUDA graph's replayed launch uses): XOR the layer's
+// salt, it draws the mask of the seed given by value; changing the device's copy after the launch was recorded
+// changes the mask of the next run of the same launch.
+TEST(CudaDropout, ASeedInDeviceMemoryIsTheSeedGivenByValue) {
+  RAMJET_REQUIRE_GPU();
+  const int64_t n = 1 << 16;
+  const float rate = 0.4f;
+  const uint64_t salt = 0x9E3779B97F4A7C15ull, step = 1234567;
+  std::vector<float> x(n, 1.0f);
+  void *in = nullptr, *by_value = nullptr, *from_device = nullptr;
+  uint64_t* seed = nullptr;
+  for (void** p : {&in, &by_value, &from_device}) check(cudaMalloc(p, n * 4), "cudaMalloc");
+  check(cudaMalloc(reinterpret_cast<void**>(&seed), sizeof(uint64_t)), "cudaMalloc");
+  check(cudaMemcpy(in, x.data(), n * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+  check(cudaMemcpy(seed, &step, sizeof step, cudaMemcpyHostToDevice), "cudaMemcpy");
+  auto get = [&](void* p) {
+    std::vector<float> v(n);
+    check(cudaMemcpy(v.data(), p, n * 4, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    return v;
+  };
+  dropout_forward(rate, step ^ salt, in, by_value, n, CUDA_R_32F, nullptr);
+  dropout_forward(rate, {seed, salt}, in, from_device, n, CUDA_R_32F, nullptr);
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  const std::vector<float> first = get(from_device);
+  EXPECT_EQ(first, get(by_value));
+  const uint64_t next = step + 1;
+  check(cudaMemcpy(seed, &next, sizeof next, cudaMemcpyHostToDevice), "cudaMemcpy");
+  dropout_forward(rate, {seed, salt}, in, from_device, n, CUDA_R_32F, nullptr);
+  dropout_forward(rate, next ^ salt, in, by_value, n, CUDA_R_32F, nullptr);
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  const std::vector<float> second = get(from_device);
+  EXPECT_EQ(second, get(by_value));
+  EXPECT_NE(second, first);
+  for (void* p : {in, by_value, from_device, static_cast<void*>(seed)}) cudaFree(p);
 }
 
 }  // namespace

@@ -41,6 +41,7 @@ struct Build {
   bool backward;         // the plan trains: keep what backward reads
   std::vector<Value*> inputs;
   Value& output;
+  const uint64_t* step_seed = nullptr;  // the pass's seed in device memory, written before each pass (dropout)
 
   // The single input's shape after checking there is one of the rank asked for (0: any rank).
   const Shape& only_input(const NodeSpec& node, size_t rank, const char* what) const;
@@ -53,7 +54,7 @@ struct Build {
 struct Pass {
   Device& device;
   bool training;
-  uint64_t seed;  // the step's, for dropout
+  uint64_t seed;  // the step's, for dropout (which reads it from Build::step_seed, so that graphs replay it)
 };
 
 class Layer {

@@ -25,6 +25,7 @@ Plan::Plan(Device& device, Parameters& params, const ramjet::ir::Graph& graph, i
            bool backward)
     : device_(device), params_(params), graph_(graph), batch_(batch), dtype_(dtype), backward_(backward) {
   const size_t element = element_bytes(dtype);
+  step_seed_ = Buffer(device, sizeof(uint64_t), "the step's seed");
   size_t largest_output = 0;
   auto add_value = [&](const std::string& name, const Shape& shape, size_t bytes_each) -> Value& {
     auto v = std::make_unique<Value>();
@@ -50,7 +51,8 @@ Plan::Plan(Device& device, Parameters& params, const ramjet::ir::Graph& graph, i
     add_value(in.name, in.shape, element);
   }
   for (const auto& node : graph.nodes) {
-    Build build{device, params, batch, dtype, backward, {}, add_value(node.name, node.shape, element)};
+    Build build{device, params, batch, dtype, backward, {}, add_value(node.name, node.shape, element),
+                step_seed_.as<uint64_t>()};
     for (const auto& name : node.inputs) {
       const Value& in = *by_name_.at(name);
       if (in.token_ids && node.op != "embedding")
@@ -155,7 +157,16 @@ void Plan::load_ids(Value& v, const DLTensor& t, const Shape& full) {
         "cudaMemcpyAsync", "token IDs " + v.name);
 }
 
+void Plan::write_step_seed(uint64_t seed) {
+  check(cudaEventSynchronize(seed_copied_.get()), "cudaEventSynchronize", "the last seed copy");
+  *static_cast<uint64_t*>(host_seed_.get()) = seed;
+  check(cudaMemcpyAsync(step_seed_.get(), host_seed_.get(), sizeof seed, cudaMemcpyHostToDevice, device_.stream()),
+        "cudaMemcpyAsync", "the step's seed");
+  check(cudaEventRecord(seed_copied_.get(), device_.stream()), "cudaEventRecord", "the step's seed");
+}
+
 void Plan::forward(const Pass& pass) {
+  write_step_seed(pass.seed);
   for (const auto& run : runs_) {
     auto enqueue = [&] {
       for (size_t i = run->begin; i < run->end; ++i) layers_[i]->forward(pass);
@@ -213,6 +224,7 @@ void Plan::backward_layer(size_t i, const Pass& pass) {
 }
 
 void Plan::backward(const Pass& pass, const ramjet_backward_args& args) {
+  write_step_seed(pass.seed);
   for (const auto& v : values_) v->grad_written = false;
   params_.begin_backward(args.accumulate != 0);
   std::map<const Parameter*, int> pending = users_;

@@ -67,6 +67,12 @@ class Plan {
 
   // The float32 inputs' way in: copied into pinned memory by the host, then to the device on the copy stream,
   // which waits for the last pass that read the inputs (`inputs_read_`); the pass waits for `inputs_copied_`.
+  // The pass's seed on the device (Build::step_seed), copied there before every pass from pinned memory.
+  void write_step_seed(uint64_t seed);
+  Buffer step_seed_;
+  PinnedBuffer host_seed_{sizeof(uint64_t), "the step's seed"};
+  Event seed_copied_{"the step's seed"};
+
   std::map<std::string, PinnedBuffer> pinned_;
   std::map<std::string, Buffer> wide_inputs_;  // mixed_float16: each input as float32 on the device, then halved
   Event inputs_copied_{"input copies"};

@@ -18,13 +18,15 @@ __device__ float uniform(uint64_t seed, int64_t i) {
 }
 
 template <class T>
-__global__ void dropout_kernel(float rate, float scale, uint64_t seed, const T* in, T* out, int64_t n) {
+__global__ void dropout_kernel(float rate, float scale, uint64_t value, const uint64_t* step, const T* in, T* out,
+                               int64_t n) {
+  const uint64_t seed = step != nullptr ? *step ^ value : value;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
     store(out, i, uniform(seed, i) >= rate ? load(in, i) * scale : 0.0f);
 }
 
-void launch(float rate, uint64_t seed, const void* in, void* out, int64_t n, cudaDataType_t dtype, cudaStream_t stream,
+void launch(float rate, DropoutSeed seed, const void* in, void* out, int64_t n, cudaDataType_t dtype, cudaStream_t stream,
             const char* what) {
   if (!(rate >= 0.0f && rate < 1.0f))
     throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "dropout: rate must be in [0, 1)");
@@ -35,22 +37,22 @@ void launch(float rate, uint64_t seed, const void* in, void* out, int64_t n, cud
   const int64_t wanted = (n + 255) / 256;
   const unsigned blocks = static_cast<unsigned>(wanted > 4096 ? 4096 : wanted);
   if (dtype == CUDA_R_16F)
-    dropout_kernel<<<blocks, 256, 0, stream>>>(rate, scale, seed, static_cast<const __half*>(in),
+    dropout_kernel<<<blocks, 256, 0, stream>>>(rate, scale, seed.value, seed.step, static_cast<const __half*>(in),
                                                 static_cast<__half*>(out), n);
   else
-    dropout_kernel<<<blocks, 256, 0, stream>>>(rate, scale, seed, static_cast<const float*>(in),
+    dropout_kernel<<<blocks, 256, 0, stream>>>(rate, scale, seed.value, seed.step, static_cast<const float*>(in),
                                                 static_cast<float*>(out), n);
   check(cudaGetLastError(), what);
 }
 
 }  // namespace
 
-void dropout_forward(float rate, uint64_t seed, const void* x, void* y, int64_t n, cudaDataType_t dtype,
+void dropout_forward(float rate, DropoutSeed seed, const void* x, void* y, int64_t n, cudaDataType_t dtype,
                      cudaStream_t stream) {
   launch(rate, seed, x, y, n, dtype, stream, "dropout forward kernel launch");
 }
 
-void dropout_backward(float rate, uint64_t seed, const void* dy, void* dx, int64_t n, cudaDataType_t dtype,
+void dropout_backward(float rate, DropoutSeed seed, const void* dy, void* dx, int64_t n, cudaDataType_t dtype,
                       cudaStream_t stream) {
   launch(rate, seed, dy, dx, n, dtype, stream, "dropout backward kernel launch");
 }

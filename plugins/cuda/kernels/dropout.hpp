@@ -11,11 +11,20 @@
 
 namespace cuda_plugin {
 
+// The mask's seed: `value`; or, where `step` is given, the step's seed read from device memory as the kernel runs,
+// XOR `value` (the layer's salt), so that a launch replayed from a CUDA graph draws the current step's mask.
+struct DropoutSeed {
+  uint64_t value = 0;
+  const uint64_t* step = nullptr;
+  DropoutSeed(uint64_t seed) : value(seed) {}  // a seed known when the kernel is launched
+  DropoutSeed(const uint64_t* step_seed, uint64_t salt) : value(salt), step(step_seed) {}
+};
+
 // y = x · keep(seed, i) / (1 − rate); `rate` in [0, 1).
-void dropout_forward(float rate, uint64_t seed, const void* x, void* y, int64_t n, cudaDataType_t dtype,
+void dropout_forward(float rate, DropoutSeed seed, const void* x, void* y, int64_t n, cudaDataType_t dtype,
                      cudaStream_t stream);
 // dx = dy · keep(seed, i) / (1 − rate): the forward's seed.
-void dropout_backward(float rate, uint64_t seed, const void* dy, void* dx, int64_t n, cudaDataType_t dtype,
+void dropout_backward(float rate, DropoutSeed seed, const void* dy, void* dx, int64_t n, cudaDataType_t dtype,
                       cudaStream_t stream);
 
 }  // namespace cuda_plugin

@@ -31,7 +31,7 @@ class Attention : public Layer {
  public:
   Attention(const NodeSpec& node, Build& b)
       : device_(b.device), dtype_(b.dtype), params_(b.params), out_(b.output),
-        salt_(0x9E3779B97F4A7C15ull * (node.index + 1)) {
+        salt_(0x9E3779B97F4A7C15ull * (node.index + 1)), step_seed_(b.step_seed) {
     const size_t count = b.inputs.size();
     if (count < 1 || count > 3) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "multi_head_attention takes 1 to 3 inputs");
     Value& q_in = *b.inputs[0];
@@ -81,8 +81,7 @@ class Attention : public Layer {
                    tq_, tv_, kd_, scale(), false, stream);
     softmax_forward(scores_.get(), probs_.get(), n_ * heads_ * tq_, tv_, CUDA_R_32F, stream, causal_ ? tq_ : 0);
     dropping_ = pass.training && rate_ > 0.0f;
-    seed_ = pass.seed ^ salt_;
-    if (dropping_) dropout_forward(rate_, seed_, probs_.get(), dropped_.get(), n_ * heads_ * tq_ * tv_, CUDA_R_32F, stream);
+    if (dropping_) dropout_forward(rate_, {step_seed_, salt_}, probs_.get(), dropped_.get(), n_ * heads_ * tq_ * tv_, CUDA_R_32F, stream);
     strided_matmul(scores_view(used()), heads_view(value_.out, vd_, tv_), heads_view(context_, vd_, tq_), n_, heads_, tq_,
                    vd_, tv_, 1.0f, false, stream);
     output_->forward(context_.get(), params_.compute(*wo_), bo_ ? params_.compute(*bo_) : nullptr, out_.data.get(),
@@ -103,7 +102,7 @@ class Attention : public Layer {
     strided_matmul(scores_view_t(used()), heads_view(context_grad_, vd_, tq_), heads_view(value_.grad, vd_, tv_), n_,
                    heads_, tv_, vd_, tq_, 1.0f, false, stream);
     const int64_t scores = n_ * heads_ * tq_ * tv_;
-    if (dropping_) dropout_backward(rate_, seed_, scores_.get(), scores_.get(), scores, CUDA_R_32F, stream);
+    if (dropping_) dropout_backward(rate_, {step_seed_, salt_}, scores_.get(), scores_.get(), scores, CUDA_R_32F, stream);
     softmax_backward(probs_.get(), scores_.get(), scores_.get(), n_ * heads_ * tq_, tv_, CUDA_R_32F, stream);
     // d Q = d S K / sqrt(key_dim), d K = d Sᵀ Q / sqrt(key_dim).
     strided_matmul(scores_view(scores_), heads_view(key_.out, kd_, tv_), heads_view(query_.grad, kd_, tq_), n_, heads_,
@@ -124,8 +123,6 @@ class Attention : public Layer {
     }
   }
 
-  // Dropping probabilities takes the step's seed: a new mask every step.
-  bool replayable() const override { return rate_ == 0.0f; }
   std::vector<Parameter*> parameters() const override {
     std::vector<Parameter*> all;
     for (const Projection* p : {&query_, &key_, &value_}) {
@@ -183,7 +180,7 @@ class Attention : public Layer {
   bool causal_ = false;
   float rate_ = 0.0f;
   bool dropping_ = false;
-  uint64_t seed_ = 0;
+  const uint64_t* step_seed_;
   Projection query_, key_, value_;
   Parameter* wo_ = nullptr;
   Parameter* bo_ = nullptr;

@@ -46,34 +46,33 @@ class ActivationLayer : public OneInputLayer {
 class Dropout : public OneInputLayer {
  public:
   Dropout(const NodeSpec& node, Build& b)
-      : OneInputLayer(b), salt_(0x9E3779B97F4A7C15ull * (node.index + 1)) {
+      : OneInputLayer(b), salt_(0x9E3779B97F4A7C15ull * (node.index + 1)), step_seed_(b.step_seed) {
     b.check_output(node, b.only_input(node, 0, "one tensor"));
     rate_ = static_cast<float>(node.attr_number("rate", 0.0));
     if (!(rate_ >= 0.0f && rate_ < 1.0f)) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "rate must be in [0, 1)");
   }
   void forward(const Pass& pass) override {
     masked_ = pass.training && rate_ > 0.0f;
-    seed_ = pass.seed ^ salt_;
     if (masked_)
-      dropout_forward(rate_, seed_, in_.data.get(), out_.data.get(), out_.elements, dtype_, device_.stream());
+      dropout_forward(rate_, {step_seed_, salt_}, in_.data.get(), out_.data.get(), out_.elements, dtype_,
+                      device_.stream());
     else
       copy(out_.data.get(), in_.data.get(), out_.data.bytes(), device_, "dropout (identity)");
   }
   void backward(const Pass&) override {
     if (!in_.wants_grad) return;
     void* dx = gradient_slot(in_, device_, dtype_, "dropout input gradient");
-    if (masked_) dropout_backward(rate_, seed_, out_.grad.get(), dx, out_.elements, dtype_, device_.stream());
+    if (masked_)
+      dropout_backward(rate_, {step_seed_, salt_}, out_.grad.get(), dx, out_.elements, dtype_, device_.stream());
     else copy(dx, out_.grad.get(), out_.grad.bytes(), device_, "dropout gradient (identity)");
     gradient_written(in_, device_, dtype_);
   }
-  // A mask is the step's seed's: a new one every step.
-  bool replayable() const override { return rate_ == 0.0f; }
 
  private:
   uint64_t salt_;
+  const uint64_t* step_seed_;
   float rate_ = 0.0f;
   bool masked_ = false;
-  uint64_t seed_ = 0;
 };
 
 // add: the sum of inputs of one shape (a residual connection); each input's gradient is the output's.
