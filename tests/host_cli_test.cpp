@@ -181,6 +181,30 @@ TEST(HostCli, LoaderDebugExplainsDecisions) {
   contains(r.output, "stock_transforms.json: skipped: disabled by RAMJET_PLUGINS_DISABLE");
 }
 
+// RAMJET_LOG_LEVEL: debug shows the backend's plan lines, which are hidden by default, and a word that is no level
+// is a usage error naming the variable and the words it takes.
+TEST(HostCli, LogLevelFromTheEnvironment) {
+  TempDir dir;
+  nlohmann::json doc = synthetic_manifest();
+  doc["model"] = {{"input", {{"image", {4, 4, 1}}}},
+                  {"layers", {{{"type", "flatten"}}, {{"type", "dense"}, {"units", 5}}}},
+                  {"loss", {{"type", "sparse_softmax_cross_entropy"}}}};
+  doc["train"] = {{"backend", "cpu"}, {"threads", 1}, {"optimizer", {{"type", "sgd"}, {"learning_rate", 0.1}}},
+                  {"epochs", 1}, {"checkpoint", {{"dir", (dir / "checkpoints").string()}}}};
+  write_file(dir / "p.json", doc.dump());
+  const std::string binary = quote(host_binary().string()), manifest = quote((dir / "p.json").string());
+  const std::string path = "RAMJET_PLUGIN_PATH=" + quote(stock_plugin_dir().string());
+  auto debug = run("env " + path + " RAMJET_LOG_LEVEL=debug " + binary + " run " + manifest);
+  ASSERT_EQ(debug.exit_code, 0) << debug.output;
+  contains(debug.output, "ramjet: debug [onednn]: training batch 8");
+  auto plain = run("env " + path + " " + binary + " run " + manifest);
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(plain.output.find("ramjet: debug"), std::string::npos) << plain.output;
+  auto bad = run("env " + path + " RAMJET_LOG_LEVEL=loud " + binary + " run " + manifest);
+  EXPECT_EQ(bad.exit_code, 2) << bad.output;
+  contains(bad.output, "RAMJET_LOG_LEVEL must be debug, info, warning or error, got 'loud'");
+}
+
 TEST(HostCli, DefaultPipelineRunsOnRealData) {
   auto r = host("run " + quote((source_dir() / "examples/fashion_mnist/inspect.json").string()) +
                   " --set /data/train/source/images=" + quote(fashion_mnist("t10k-images-idx3-ubyte.gz").string()) +

@@ -10,6 +10,7 @@
 #include "ramjet/plugin/atomic_file.hpp"
 #include "ramjet/plugin/failure.hpp"
 #include "ramjet/plugin/json_text.hpp"
+#include "ramjet/plugin/log.hpp"
 #include "ramjet/plugin/machine_limits.hpp"
 #include "ramjet/plugin/plugin_listing.hpp"
 #include "ramjet/plugin/plugin_registry.hpp"
@@ -65,7 +66,8 @@ const char* kUsage =
     "  report RUN.json... -o FILE [--label NAME]... [--title TEXT]\n"
     "                                                an HTML page of training runs' curves, speed-ups and verdicts\n"
     "\n"
-    "environment: RAMJET_PLUGIN_PATH, RAMJET_PLUGINS_SELECT, RAMJET_PLUGINS_DISABLE, RAMJET_LOADER_DEBUG=1\n"
+    "environment: RAMJET_PLUGIN_PATH, RAMJET_PLUGINS_SELECT, RAMJET_PLUGINS_DISABLE, RAMJET_LOADER_DEBUG=1,\n"
+    "             RAMJET_LOG_LEVEL=debug|info|warning|error\n"
     "exit codes: 0 success, 2 bad usage or invalid input, 1 runtime failure\n";
 
 po::variables_map parse(const std::vector<std::string>& args, const po::options_description& options,
@@ -395,6 +397,17 @@ int main(int argc, char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr)
     setenv("GOMP_SPINCOUNT", "3000", 0);
   setenv("OMP_WAIT_POLICY", "passive", 0);
+  // The least a log line must be to be printed: the plugins' debug lines (a backend's plans, what the autotuner
+  // chose, which runs a CUDA graph replays) are for the asking.
+  if (const char* wanted = ramjet::core::trusted_getenv("RAMJET_LOG_LEVEL"); wanted != nullptr && *wanted != '\0') {
+    const auto level = ramjet::core::log_level_named(wanted);
+    if (!level) {
+      std::cerr << "ramjet: error: RAMJET_LOG_LEVEL must be debug, info, warning or error, got '"
+                << excerpt(wanted, 64) << "'\n";
+      return kExitUsage;
+    }
+    ramjet::core::set_log_level(*level);
+  }
   const int code = run_command(argc, argv);
   if (code != kExitOk) remove_made_folders_left_empty();  // a run that failed leaves no empty output folder
   return code;

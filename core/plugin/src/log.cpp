@@ -30,6 +30,12 @@ const char* level_name(ramjet_log_level level) {
 void set_log_level(ramjet_log_level minimum) { g_minimum = minimum; }
 ramjet_log_level log_level() { return static_cast<ramjet_log_level>(g_minimum.load()); }
 
+std::optional<ramjet_log_level> log_level_named(std::string_view name) {
+  for (const ramjet_log_level level : {RAMJET_LOG_DEBUG, RAMJET_LOG_INFO, RAMJET_LOG_WARNING, RAMJET_LOG_ERROR})
+    if (name == level_name(level)) return level;
+  return std::nullopt;
+}
+
 void log(ramjet_log_level level, std::string_view source, std::string_view message) {
   if (level < g_minimum.load()) return;
   std::string line = "ramjet: ";

@@ -3,12 +3,15 @@
 
 #include <ramjet/abi.h>
 
+#include <optional>
 #include <string_view>
 
 namespace ramjet::core {
 
 void set_log_level(ramjet_log_level minimum);
 ramjet_log_level log_level();
+// "debug", "info", "warning" or "error" as a level; nothing for any other word.
+std::optional<ramjet_log_level> log_level_named(std::string_view name);
 void log(ramjet_log_level level, std::string_view source, std::string_view message);
 
 // True when RAMJET_LOADER_DEBUG=1 asks the loader to explain every decision.
