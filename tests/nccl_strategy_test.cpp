@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <vector>
 
@@ -128,6 +129,40 @@ TEST_F(NcclStrategy, StartedAllReducesAreWaitedForInAnyOrder) {
   EXPECT_NE(twice.message.find("waited for already"), std::string::npos) << twice.message;
   const Status unknown = ramjet::test::call([&](ramjet_error* e) { return vt().all_reduce_wait(self(), 12345, e); });
   EXPECT_EQ(unknown.code, RAMJET_ERR_INVALID_ARGUMENT);
+}
+
+// An all-reduce started on the caller's stream comes after what that stream had queued, and its wait returns only
+// once all of it has run: the backend's stream may be handed over with work still on it.
+TEST_F(NcclStrategy, AStartedAllReduceOnTheCallersStreamWaitsForItsEarlierWork) {
+  const Status made = create({{"rank", 0}, {"world_size", 1}, {"timeout_s", 60}});
+  ASSERT_TRUE(made.ok()) << made.message;
+  constexpr size_t kBytes = size_t{512} << 20;  // 16 copies of it queued ahead: milliseconds of work on an H200
+  void *from = nullptr, *to = nullptr;
+  ASSERT_EQ(cudaMalloc(&from, kBytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&to, kBytes), cudaSuccess);
+  ASSERT_EQ(cudaMemset(from, 0x3f, kBytes), cudaSuccess);  // floats of about 0.75
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  for (int k = 0; k < 16; ++k) ASSERT_EQ(cudaMemcpyAsync(to, from, kBytes, cudaMemcpyDeviceToDevice, stream), cudaSuccess);
+  int64_t shape = static_cast<int64_t>(kBytes / sizeof(float));
+  DLTensor tensor{to, {kDLCUDA, 0}, 1, {kDLFloat, 32, 1}, &shape, nullptr, 0};
+  const ramjet_collective_args args{sizeof(ramjet_collective_args), RAMJET_ABI_VERSION, RAMJET_REDUCE_SUM, 0, stream};
+  uint64_t handle = 0;
+  const Status started =
+      ramjet::test::call([&](ramjet_error* e) { return vt().all_reduce_start(self(), &tensor, &args, &handle, e); });
+  ASSERT_TRUE(started.ok()) << started.message;
+  const Status waited = ramjet::test::call([&](ramjet_error* e) { return vt().all_reduce_wait(self(), handle, e); });
+  EXPECT_TRUE(waited.ok()) << waited.message;
+  EXPECT_EQ(cudaStreamQuery(stream), cudaSuccess) << "the copies queued before the all-reduce have all run";
+  float last = 0;
+  ASSERT_EQ(cudaMemcpy(&last, static_cast<char*>(to) + kBytes - sizeof(float), sizeof last, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  float want = 0;
+  std::memset(&want, 0x3f, sizeof want);
+  EXPECT_EQ(last, want);
+  cudaStreamDestroy(stream);
+  cudaFree(from);
+  cudaFree(to);
 }
 
 // Rank 0 of two, alone: it serves the store and publishes the id, but rank 1 never joins, so building the

@@ -53,9 +53,10 @@ void Device::activate() const {
 void Device::reserve_workspace(size_t bytes, const std::string& purpose) {
   if (bytes <= conv_workspace_.bytes()) return;
   wait("growing the convolution workspace");  // nothing may still be using the old one
-  conv_workspace_ = Buffer();
-  conv_workspace_ = Buffer(*this, bytes, purpose);
+  // Counted before the old one goes: should the new one not be had, no graph replays the freed address.
   ++workspace_moves_;
+  conv_workspace_ = Buffer();  // first, so that the new one may take its memory
+  conv_workspace_ = Buffer(*this, bytes, purpose);
 }
 
 void Device::wait(const std::string& what) const { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize", what); }

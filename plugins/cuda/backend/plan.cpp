@@ -106,33 +106,43 @@ Plan::Plan(Device& device, Parameters& params, const ramjet::ir::Graph& graph, i
 }
 
 void Plan::load_inputs(ramjet::Example& inputs) {
+  // Every input is checked before any is copied: a bad one leaves nothing half loaded.
+  std::vector<std::pair<const DLTensor*, Value*>> given;
+  for (const auto& spec : graph_.inputs) {
+    const DLTensor* t = inputs.find(spec.name);
+    if (t == nullptr)
+      throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "forward: the inputs have no tensor named '" + spec.name + "'");
+    Value& v = *by_name_.at(spec.name);
+    const Shape full = with_batch(batch_, spec.shape);
+    const DLDataType dtype = v.token_ids ? ramjet::dtype_of<int32_t>() : ramjet::dtype_of<float>();
+    if (t->ndim != static_cast<int32_t>(full.size()) || !std::equal(full.begin(), full.end(), t->shape) ||
+        t->device.device_type != kDLCPU || !ramjet::same_dtype(t->dtype, dtype) || !ramjet::is_contiguous(*t))
+      throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT,
+                          "forward: input '" + spec.name + "' must be a contiguous " +
+                              (v.token_ids ? "int32 CPU tensor of token IDs, shape " : "float32 CPU tensor of shape ") +
+                              shape_string(full));
+    given.emplace_back(t, &v);
+  }
   // The host overwrites the pinned copies once the last copy out of them is done; the device overwrites the
   // inputs once the last pass that read them is.
   check(cudaEventSynchronize(inputs_copied_.get()), "cudaEventSynchronize", "the last input copy");
   check(cudaStreamWaitEvent(device_.copy_stream(), inputs_read_.get()), "cudaStreamWaitEvent", "input readers");
   bool copied = false;
-  for (const auto& spec : graph_.inputs) {
-    DLTensor* t = inputs.find(spec.name);
-    if (t == nullptr)
-      throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "forward: the inputs have no tensor named '" + spec.name + "'");
-    const Shape full = with_batch(batch_, spec.shape);
-    if (by_name_.at(spec.name)->token_ids) {
-      load_ids(*by_name_.at(spec.name), *t, full);
+  for (const auto& [t, v] : given) {
+    const char* host = static_cast<const char*>(t->data) + t->byte_offset;
+    if (v->token_ids) {  // kept on the host too, for the embeddings' checks
+      std::memcpy(v->host_ids.data(), host, v->host_ids.size() * sizeof(int32_t));
+      check(cudaMemcpyAsync(v->data.get(), v->host_ids.data(), v->host_ids.size() * sizeof(int32_t),
+                            cudaMemcpyHostToDevice, device_.stream()),
+            "cudaMemcpyAsync", "token IDs " + v->name);
       continue;
     }
-    if (t->ndim != static_cast<int32_t>(full.size()) || !std::equal(full.begin(), full.end(), t->shape) ||
-        t->device.device_type != kDLCPU || !ramjet::same_dtype(t->dtype, ramjet::dtype_of<float>()) ||
-        !ramjet::is_contiguous(*t))
-      throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "forward: input '" + spec.name +
-                                                           "' must be a contiguous float32 CPU tensor of shape " +
-                                                           shape_string(full));
-    Value& v = *by_name_.at(spec.name);
-    const size_t bytes = static_cast<size_t>(v.elements) * sizeof(float);
-    const PinnedBuffer& pinned = pinned_.at(spec.name);
-    std::memcpy(pinned.get(), static_cast<const char*>(t->data) + t->byte_offset, bytes);
-    void* target = dtype_ == CUDA_R_16F ? wide_inputs_.at(spec.name).get() : v.data.get();
+    const size_t bytes = static_cast<size_t>(v->elements) * sizeof(float);
+    const PinnedBuffer& pinned = pinned_.at(v->name);
+    std::memcpy(pinned.get(), host, bytes);
+    void* target = dtype_ == CUDA_R_16F ? wide_inputs_.at(v->name).get() : v->data.get();
     check(cudaMemcpyAsync(target, pinned.get(), bytes, cudaMemcpyHostToDevice, device_.copy_stream()),
-          "cudaMemcpyAsync", "input " + spec.name);
+          "cudaMemcpyAsync", "input " + v->name);
     copied = true;
   }
   if (!copied) return;
@@ -142,19 +152,6 @@ void Plan::load_inputs(ramjet::Example& inputs) {
     const Value& v = *by_name_.at(name);
     to_half(wide.as<float>(), v.data.get(), v.elements, device_.stream());
   }
-}
-
-void Plan::load_ids(Value& v, const DLTensor& t, const Shape& full) {
-  if (t.ndim != static_cast<int32_t>(full.size()) || !std::equal(full.begin(), full.end(), t.shape) ||
-      t.device.device_type != kDLCPU || !ramjet::same_dtype(t.dtype, ramjet::dtype_of<int32_t>()) ||
-      !ramjet::is_contiguous(t))
-    throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "forward: input '" + v.name +
-                                                         "' must be a contiguous int32 CPU tensor of token IDs, shape " +
-                                                         shape_string(full));
-  std::memcpy(v.host_ids.data(), static_cast<const char*>(t.data) + t.byte_offset, v.host_ids.size() * sizeof(int32_t));
-  check(cudaMemcpyAsync(v.data.get(), v.host_ids.data(), v.host_ids.size() * sizeof(int32_t), cudaMemcpyHostToDevice,
-                        device_.stream()),
-        "cudaMemcpyAsync", "token IDs " + v.name);
 }
 
 void Plan::write_step_seed(uint64_t seed) {

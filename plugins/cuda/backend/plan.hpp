@@ -43,8 +43,6 @@ class Plan {
   std::map<std::string, Value*> by_name_;
   std::vector<std::unique_ptr<Layer>> layers_;  // one per graph node, in order
   std::optional<Loss> loss_;
-  // Checks and uploads a batch of token IDs, keeping the host's copy for the embeddings' checks.
-  void load_ids(Value& v, const DLTensor& t, const Shape& full);
   // A value's elements as float32 on the host, waiting for the stream (`what` names it in a failure).
   ramjet::Tensor to_host(const Value& v, const std::string& what);
   // A batch of token IDs as the host handed them in.

@@ -25,8 +25,22 @@ void StepGraph::run(Device& device, const std::function<void()>& enqueue, const 
     capture(device, enqueue, bookkeeping, what);
     if (exec_ == nullptr) return;  // given up: capture() enqueued the run as it is
   }
-  check(cudaGraphLaunch(exec_, device.stream()), "cudaGraphLaunch", what);
+  if (const cudaError_t launched = cudaGraphLaunch(exec_, device.stream()); launched != cudaSuccess) {
+    // A graph the device will not run (a memory node it cannot take, say): the kernels one by one from now on,
+    // where a real fault of the device is thrown by the first launch.
+    (void)cudaGetLastError();
+    give_up(what, std::string("cudaGraphLaunch: ") + cudaGetErrorString(launched));
+    enqueue();
+    return;
+  }
   if (bookkeeping != nullptr) bookkeeping->restore(after_);
+}
+
+void StepGraph::give_up(const std::string& what, const std::string& why) {
+  drop();
+  given_up_ = true;
+  ramjet::log(RAMJET_LOG_WARNING, "cuda", "could not replay the " + what + " from a CUDA graph (" + why +
+                                              "); launching its kernels one by one from now on");
 }
 
 void StepGraph::capture(Device& device, const std::function<void()>& enqueue, const HostBookkeeping* bookkeeping,
@@ -57,9 +71,7 @@ void StepGraph::capture(Device& device, const std::function<void()>& enqueue, co
   }
   if (exec_ == nullptr) {
     (void)cudaGetLastError();  // the failed capture's error is not the next call's
-    given_up_ = true;
-    ramjet::log(RAMJET_LOG_WARNING, "cuda", "could not capture the " + what + " as a CUDA graph (" + failure +
-                                                "); launching its kernels one by one from now on");
+    give_up(what, failure);
     if (bookkeeping != nullptr) bookkeeping->restore(before);
     enqueue();
     return;

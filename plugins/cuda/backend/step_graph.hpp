@@ -5,7 +5,8 @@
 // The first run is enqueued as it is (it makes what runs lazily: a second reader's gradient buffer, a parameter's
 // scratch); the second is captured and then launched; later ones replay it. A run is captured again after the
 // device's convolution workspace moved (a later plan needed more), since the graph holds the old address. Where a
-// capture fails (a launch that cannot be captured, a wait inside), the run is enqueued as it is from then on.
+// capture or a replay fails (a launch that cannot be captured, a wait inside, a graph the device will not run), the
+// run is enqueued as it is from then on, with a warning.
 #pragma once
 
 #include "device.hpp"
@@ -45,6 +46,8 @@ class StepGraph {
   void capture(Device& device, const std::function<void()>& enqueue, const HostBookkeeping* bookkeeping,
                const std::string& what);
   void drop();
+  // Logs a warning naming `what` and `why`; from now on run() enqueues as it is.
+  void give_up(const std::string& what, const std::string& why);
 
   cudaGraphExec_t exec_ = nullptr;
   int runs_ = 0;

@@ -52,6 +52,8 @@ class Dropout : public OneInputLayer {
     if (!(rate_ >= 0.0f && rate_ < 1.0f)) node.fail(RAMJET_ERR_INVALID_ARGUMENT, "rate must be in [0, 1)");
   }
   void forward(const Pass& pass) override {
+    // The same in every forward of a plan that trains (Program makes those for training forwards alone), so a
+    // replay that skips this line leaves backward reading the right value.
     masked_ = pass.training && rate_ > 0.0f;
     if (masked_)
       dropout_forward(rate_, {step_seed_, salt_}, in_.data.get(), out_.data.get(), out_.elements, dtype_,
