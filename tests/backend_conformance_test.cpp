@@ -30,6 +30,22 @@ double norm(const std::vector<float>& v) {
   return std::sqrt(sum);
 }
 
+// Every gradient of `got` against `want`'s within 1e-4, relative to its own norm but never to less than 1e-3 of the
+// largest one's: a gradient that is zero in exact arithmetic (attention's key bias shifts every score of a row
+// alike, which softmax ignores) is rounding noise on both backends, 1e-9 of the others, and two noises are not
+// expected to agree.
+void expect_gradients_agree(Example& got, Example& want) {
+  double largest = 0;
+  for (const auto& e : want.entries) largest = std::max(largest, norm(values(want, e.name)));
+  for (const auto& e : want.entries) {
+    const std::vector<float> w = values(want, e.name), g = values(got, e.name);
+    ASSERT_EQ(g.size(), w.size()) << e.name;
+    std::vector<float> difference(w.size());
+    for (size_t i = 0; i < w.size(); ++i) difference[i] = g[i] - w[i];
+    EXPECT_LT(norm(difference) / std::max(norm(w), 1e-3 * largest), 1e-4) << e.name;
+  }
+}
+
 class Conformance : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -544,18 +560,7 @@ void DeviceMatchesCpu::expect_training_agrees(const json& g, Example& params, co
     ASSERT_TRUE(cpu.backward().ok());
     ASSERT_TRUE(device.backward().ok());
     Example ga = cpu.state("gradients"), gb = device.state("gradients");
-    // Relative to the gradient's own norm, but never to less than 1e-3 of the largest one's: a gradient that is zero
-    // in exact arithmetic (attention's key bias shifts every score of a row alike, which softmax ignores) is
-    // rounding noise on both backends, 1e-9 of the others, and two noises are not expected to agree.
-    double largest = 0;
-    for (const auto& e : ga.entries) largest = std::max(largest, norm(values(ga, e.name)));
-    for (const auto& e : ga.entries) {
-      const std::vector<float> want = values(ga, e.name), got = values(gb, e.name);
-      ASSERT_EQ(got.size(), want.size()) << e.name;
-      std::vector<float> difference(want.size());
-      for (size_t i = 0; i < want.size(); ++i) difference[i] = got[i] - want[i];
-      EXPECT_LT(norm(difference) / std::max(norm(want), 1e-3 * largest), 1e-4) << e.name;
-    }
+    expect_gradients_agree(gb, ga);
     ASSERT_TRUE(cpu.update(step, learning_rate).ok());
     ASSERT_TRUE(device.update(step, learning_rate).ok());
   }
@@ -666,18 +671,7 @@ TEST_P(DeviceMatchesCpu, PointLossesAgree) {
       }
     }
     Example ga = cpu.state("gradients"), gb = device.state("gradients");
-    // Relative to the gradient's own norm, but never to less than 1e-3 of the largest one's: a gradient that is zero
-    // in exact arithmetic (attention's key bias shifts every score of a row alike, which softmax ignores) is
-    // rounding noise on both backends, 1e-9 of the others, and two noises are not expected to agree.
-    double largest = 0;
-    for (const auto& e : ga.entries) largest = std::max(largest, norm(values(ga, e.name)));
-    for (const auto& e : ga.entries) {
-      const std::vector<float> want = values(ga, e.name), got = values(gb, e.name);
-      ASSERT_EQ(got.size(), want.size()) << e.name;
-      std::vector<float> difference(want.size());
-      for (size_t i = 0; i < want.size(); ++i) difference[i] = got[i] - want[i];
-      EXPECT_LT(norm(difference) / std::max(norm(want), 1e-3 * largest), 1e-4) << e.name;
-    }
+    expect_gradients_agree(gb, ga);
   }
 }
 
