@@ -252,6 +252,34 @@ TEST_P(Conformance, SmallCnnLearnsWithEveryOptimizer) {
 
 // Accumulation adds, the loss scale scales, and a resumed program (parameters and optimizer slots copied into a
 // fresh one) takes the same next step as the one that kept going.
+// The overflow check that dynamic loss scaling reads, with and without grad_ready (with it, each gradient is checked
+// before it is handed over, since a strategy may all-reduce it in place at once): nothing in finite gradients, and a
+// NaN weight's poisoned gradients found either way; every trainable parameter handed over once.
+TEST_P(Conformance, TheOverflowCheckIsTheSameWithGradReady) {
+  const json g = conv_stack();
+  Harness h(kOneThread, backend());
+  ASSERT_TRUE(h.compile(g, options_with(4, {{"type", "sgd"}}, reduced_precision())).ok());
+  Example params = random_params(g, 23, 0.5f);
+  ASSERT_TRUE(h.set_state("parameters", params).ok());
+  Example batch = batch_of({7, 7, 2}, 4, 3, 24), out;
+  auto count = [](void* user, const char*, DLTensor*) { ++*static_cast<int*>(user); };
+  for (const bool poisoned : {false, true}) {
+    SCOPED_TRACE(poisoned ? "a NaN weight" : "finite weights");
+    if (poisoned) {
+      static_cast<float*>(params.find("out/kernel")->data)[0] = NAN;
+      ASSERT_TRUE(h.set_state("parameters", params).ok());
+    }
+    for (const bool ready : {false, true}) {
+      ASSERT_TRUE(h.forward(batch, out, true).ok());
+      int handed = 0;
+      int32_t nonfinite = -1;
+      ASSERT_TRUE(h.backward(1.0f, false, ready ? +count : nullptr, &handed, &nonfinite).ok());
+      EXPECT_EQ(nonfinite, poisoned ? 1 : 0) << (ready ? "with grad_ready" : "without");
+      EXPECT_EQ(handed, ready ? static_cast<int>(g["params"].size()) : 0);
+    }
+  }
+}
+
 TEST_P(Conformance, GradientsAccumulateAndStateRoundTrips) {
   const json g = small_cnn();
   Example params = random_params(g, 5, 0.3f);

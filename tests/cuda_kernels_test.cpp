@@ -194,13 +194,14 @@ INSTANTIATE_TEST_SUITE_P(Rules, CudaMultiTensorRules,
                                            rule(UpdateRule::adam, 1e-2f), rule(UpdateRule::adamw, 0.1f)),
                          rule_name);
 
-TEST(CudaMultiTensor, FindsAnInfOrNanInAnyChunkAndNothingInFiniteGradients) {
+TEST(CudaMultiTensor, FindsAnInfOrNanInAnyChunkAndNothingInFiniteGradientsWholeOrTensorByTensor) {
   RAMJET_REQUIRE_GPU();
   std::vector<HostParameter> host = random_parameters();
   void* flag_memory = nullptr;
   check(cudaMalloc(&flag_memory, sizeof(int)), "cudaMalloc");
   int* flag = static_cast<int*>(flag_memory);
-  auto flagged = [&](size_t tensor, size_t index, float bad) {
+  // The flag after checking every tensor (checked < 0) or only tensor `checked`, with `bad` put into one gradient.
+  auto flagged = [&](size_t tensor, size_t index, float bad, int checked = -1) {
     std::vector<HostParameter> h = host;
     if (tensor < h.size()) h[tensor].gradient[index] = bad;
     DeviceVectors device;
@@ -210,7 +211,8 @@ TEST(CudaMultiTensor, FindsAnInfOrNanInAnyChunkAndNothingInFiniteGradients) {
                          static_cast<int64_t>(p.value.size()), true});
     MultiTensor all(buffers);
     check(cudaMemset(flag, 0, sizeof(int)), "cudaMemset");
-    all.find_nonfinite(flag, nullptr);
+    if (checked < 0) all.find_nonfinite(flag, nullptr);
+    else all.find_nonfinite(checked, flag, nullptr);
     int value = -1;
     check(cudaMemcpy(&value, flag, sizeof(int), cudaMemcpyDeviceToHost), "cudaMemcpy");
     return value;
@@ -220,6 +222,12 @@ TEST(CudaMultiTensor, FindsAnInfOrNanInAnyChunkAndNothingInFiniteGradients) {
   EXPECT_EQ(flagged(2, 16384 * 2 + 100, -std::numeric_limits<float>::infinity()), 1) << "the third chunk";
   EXPECT_EQ(flagged(2, 16383, std::numeric_limits<float>::quiet_NaN()), 1) << "a chunk's last element";
   EXPECT_EQ(flagged(1, 36, std::numeric_limits<float>::max()), 0) << "large is not overflow";
+  // One tensor at a time, as gradients are handed over during backward: only the poisoned one's check sees it.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(flagged(2, 16384 * 2 + 100, nan, 2), 1) << "the tensor with the NaN, its third chunk";
+  for (int other : {0, 1}) EXPECT_EQ(flagged(2, 16384 * 2 + 100, nan, other), 0) << "tensor " << other;
+  EXPECT_EQ(flagged(0, 0, nan, 0), 1) << "the scalar alone";
+  EXPECT_THROW(flagged(0, 0, nan, static_cast<int>(host.size())), ramjet::Error) << "no such tensor";
   cudaFree(flag);
 }
 

@@ -88,6 +88,7 @@ Parameters::Parameters(Device& device, const ramjet::ir::Graph& graph, bool half
   std::vector<ParameterBuffers> buffers;
   for (const auto& p : params_) {
     if (!p->trainable) continue;
+    p->update_index = static_cast<int>(buffers.size());
     ParameterBuffers b;
     b.value = p->value.as<float>();
     b.gradient = p->grad.get();
@@ -174,8 +175,20 @@ void Parameters::end_backward() {
 }
 
 bool Parameters::gradients_nonfinite() {
-  check(cudaMemsetAsync(nonfinite_flag_.get(), 0, sizeof(int), device_.stream()), "cudaMemsetAsync", "overflow flag");
+  clear_nonfinite();
   multi_->find_nonfinite(nonfinite_flag_.as<int>(), device_.stream());
+  return nonfinite_found();
+}
+
+void Parameters::clear_nonfinite() {
+  check(cudaMemsetAsync(nonfinite_flag_.get(), 0, sizeof(int), device_.stream()), "cudaMemsetAsync", "overflow flag");
+}
+
+void Parameters::check_nonfinite(const Parameter& p) {
+  if (p.update_index >= 0) multi_->find_nonfinite(p.update_index, nonfinite_flag_.as<int>(), device_.stream());
+}
+
+bool Parameters::nonfinite_found() {
   int flag = 0;
   check(cudaMemcpyAsync(&flag, nonfinite_flag_.get(), sizeof flag, cudaMemcpyDeviceToHost, device_.stream()),
         "cudaMemcpyAsync", "overflow flag");

@@ -41,6 +41,7 @@ struct Parameter {
   DLManagedTensor grad_view{};  // what get_state("gradients") and grad_ready hand out (no deleter)
 
   bool written = false;  // this backward has delivered a part of the gradient
+  int update_index = -1;  // a trainable one's place among the fused update's tensors
 };
 
 class Parameters {
@@ -68,6 +69,11 @@ class Parameters {
   void end_backward();
   // Whether any gradient holds inf or NaN (waits for the device).
   bool gradients_nonfinite();
+  // The same, gradient by gradient as each is handed over (grad_ready): clear the flag, enqueue the check of one
+  // trainable parameter's gradient, and read the flag (waits for the device).
+  void clear_nonfinite();
+  void check_nonfinite(const Parameter& p);
+  bool nonfinite_found();
 
   void update(const ramjet_update_args& args);
 

@@ -225,6 +225,10 @@ void Plan::backward(const Pass& pass, const ramjet_backward_args& args) {
   for (const auto& v : values_) v->grad_written = false;
   params_.begin_backward(args.accumulate != 0);
   std::map<const Parameter*, int> pending = users_;
+  // A gradient handed over (grad_ready) may be all-reduced in place at once, on another stream: its overflow check
+  // is enqueued before it goes, not after backward (Program::backward reads the flag).
+  const bool check_as_handed = args.grad_ready != nullptr && args.out_found_nonfinite != nullptr;
+  if (check_as_handed) params_.clear_nonfinite();
   loss_->backward(args.loss_scale);
   for (size_t r = runs_.size(); r-- > 0;) {
     Run& run = *runs_[r];
@@ -243,20 +247,25 @@ void Plan::backward(const Pass& pass, const ramjet_backward_args& args) {
       for (Parameter* p : layers_[i]->parameters())
         if (p->trainable && --pending[p] == 0) done.push_back(p);
       if (done.empty()) continue;
+      if (check_as_handed)
+        for (Parameter* p : done) params_.check_nonfinite(*p);
       device_.wait("backward of " + graph_.nodes[i].name);  // the host reads the gradients it is handed
       for (Parameter* p : done) args.grad_ready(args.grad_ready_user, p->name.c_str(), &p->grad_view.dl_tensor);
     }
   }
   params_.end_backward();
+  // Gradients no layer completed (unused parameters, layers no gradient reached) are final now too.
+  std::vector<Parameter*> rest;
+  if (args.grad_ready != nullptr)
+    for (const auto& p : params_.all()) {
+      auto it = pending.find(p.get());
+      if (p->trainable && (it == pending.end() || it->second > 0)) rest.push_back(p.get());
+    }
+  if (check_as_handed)
+    for (Parameter* p : rest) params_.check_nonfinite(*p);
   check(cudaEventRecord(inputs_read_.get(), device_.stream()), "cudaEventRecord", "input readers");
   device_.wait("backward");
-  if (args.grad_ready == nullptr) return;
-  // Gradients no layer completed (unused parameters, layers no gradient reached) are final now too.
-  for (const auto& p : params_.all()) {
-    if (!p->trainable) continue;
-    auto it = pending.find(p.get());
-    if (it == pending.end() || it->second > 0) args.grad_ready(args.grad_ready_user, p->name.c_str(), &p->grad_view.dl_tensor);
-  }
+  for (Parameter* p : rest) args.grad_ready(args.grad_ready_user, p->name.c_str(), &p->grad_view.dl_tensor);
 }
 
 }  // namespace cuda_plugin

@@ -77,7 +77,12 @@ void Program::backward(const ramjet_backward_args& args) {
   if (!std::isfinite(args.loss_scale))
     throw ramjet::Error(RAMJET_ERR_INVALID_ARGUMENT, "backward: loss_scale must be finite");
   trained_->backward(Pass{device_, true, trained_seed_}, args);
-  if (args.out_found_nonfinite != nullptr) *args.out_found_nonfinite = params_.gradients_nonfinite() ? 1 : 0;
+  if (args.out_found_nonfinite != nullptr) {
+    // With grad_ready, each gradient was checked before it was handed over (Plan::backward): a strategy may be
+    // all-reducing it in place by now.
+    const bool found = args.grad_ready != nullptr ? params_.nonfinite_found() : params_.gradients_nonfinite();
+    *args.out_found_nonfinite = found ? 1 : 0;
+  }
 }
 
 void Program::optimizer_update(const ramjet_update_args& args) {

@@ -63,10 +63,13 @@ __global__ void nonfinite_kernel(const ParameterBuffers* tensors, const Chunk* c
 
 MultiTensor::MultiTensor(const std::vector<ParameterBuffers>& parameters) {
   std::vector<Chunk> table;
-  for (size_t t = 0; t < parameters.size(); ++t)
+  for (size_t t = 0; t < parameters.size(); ++t) {
+    first_chunk_.push_back(static_cast<int>(table.size()));
     for (int64_t b = 0; b < parameters[t].count; b += kChunk)
       table.push_back({static_cast<int32_t>(t), b, std::min(parameters[t].count, b + kChunk)});
+  }
   chunks_ = static_cast<int>(table.size());
+  first_chunk_.push_back(chunks_);
   if (parameters.empty()) return;
   check(cudaMalloc(&tensors_, parameters.size() * sizeof(ParameterBuffers)), "cudaMalloc", "the parameter table");
   try {
@@ -126,6 +129,17 @@ void MultiTensor::find_nonfinite(int* device_flag, cudaStream_t stream) const {
   if (chunks_ == 0) return;
   nonfinite_kernel<<<chunks_, kThreads, 0, stream>>>(static_cast<const ParameterBuffers*>(tensors_),
                                                       static_cast<const Chunk*>(chunks_table_), device_flag);
+  check(cudaGetLastError(), "non-finite check kernel launch");
+}
+
+void MultiTensor::find_nonfinite(int tensor, int* device_flag, cudaStream_t stream) const {
+  if (tensor < 0 || tensor + 1 >= static_cast<int>(first_chunk_.size()))
+    throw ramjet::Error(RAMJET_ERR_INTERNAL, "non-finite check: no tensor " + std::to_string(tensor));
+  const int first = first_chunk_[static_cast<size_t>(tensor)];
+  const int count = first_chunk_[static_cast<size_t>(tensor) + 1] - first;
+  if (count == 0) return;
+  nonfinite_kernel<<<count, kThreads, 0, stream>>>(static_cast<const ParameterBuffers*>(tensors_),
+                                                    static_cast<const Chunk*>(chunks_table_) + first, device_flag);
   check(cudaGetLastError(), "non-finite check kernel launch");
 }
 

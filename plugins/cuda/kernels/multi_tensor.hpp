@@ -48,6 +48,8 @@ class MultiTensor {
   // Enqueues a check of every gradient; `device_flag` (an int in device memory) becomes 1 if any element is inf
   // or NaN. The caller zeroes it first and reads it after the stream has run.
   void find_nonfinite(int* device_flag, cudaStream_t stream) const;
+  // The same for parameter `tensor` alone (its index in the constructor's list).
+  void find_nonfinite(int tensor, int* device_flag, cudaStream_t stream) const;
 
   int chunk_count() const { return chunks_; }
 
@@ -55,6 +57,7 @@ class MultiTensor {
   void* tensors_ = nullptr;  // ParameterBuffers[n] on the device
   void* chunks_table_ = nullptr;
   int chunks_ = 0;
+  std::vector<int> first_chunk_;  // each tensor's first chunk in the table, and the chunk count last
 };
 
 }  // namespace cuda_plugin
