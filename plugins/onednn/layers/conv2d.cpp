@@ -114,22 +114,13 @@ class Conv2D : public WeightedLayer {
     }
     if (type == dt::bf16 && !sequence && f32_weight_gradient_pays(g, wpd)) {
       const md src32({N, C, H, W}, dt::f32, tag::any), dst32({N, F, OH, OW}, dt::f32, tag::any);
-      const md wei32(wdims, dt::f32, tag::any);
       const auto f32_algorithm = winograd_pays(g, dt::f32, false, true) ? dnnl::algorithm::convolution_winograd
                                                                          : dnnl::algorithm::convolution_direct;
-      auto f32_weights_pd = [&](dnnl::algorithm a) {
-        const dnnl::convolution_forward::primitive_desc hint(
-            {dnnl::prop_kind::forward_training, a, src32, wei32, bias_md, dst32, strides, dilates, pad_l, pad_r},
-            b.engine());
-        return dnnl::convolution_backward_weights::primitive_desc(
-            {a, hint.src_desc(), diff_wei_any, bias_md, hint.dst_desc(), strides, dilates, pad_l, pad_r}, b.attr(),
-            b.engine(), hint);
-      };
       dnnl::convolution_backward_weights::primitive_desc f32_pd;
       try {
-        f32_pd = f32_weights_pd(f32_algorithm);
+        f32_pd = f32_weights_pd(g, f32_algorithm, src32, dst32, bias_md, b.attr(), b.engine());
       } catch (const dnnl::error&) {
-        f32_pd = f32_weights_pd(dnnl::algorithm::convolution_direct);
+        f32_pd = f32_weights_pd(g, dnnl::algorithm::convolution_direct, src32, dst32, bias_md, b.attr(), b.engine());
       }
       if (!is_reference(f32_pd)) {
         wpd = f32_pd;

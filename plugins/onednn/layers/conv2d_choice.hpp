@@ -3,6 +3,7 @@
 #pragma once
 
 #include "../common.hpp"
+#include "../layout.hpp"
 
 #include <string_view>
 #include <vector>
@@ -35,6 +36,22 @@ inline bool winograd_pays(const ConvGeometry& g, dt type, bool sequence, bool tr
 inline bool f32_weight_gradient_pays(const ConvGeometry& g, const dnnl::primitive_desc_base& bf16_weights_pd) {
   if (!std::string_view(bf16_weights_pd.impl_info_str()).ends_with("amx_bf16")) return false;
   return g.OH * g.OW <= kF32WeightGradientMaxOutputPositions;
+}
+
+// A bf16 layer's weight gradient computed in float32 (conv2d.cpp, and conv2d_chunked.cpp's chunks): the
+// backward-weights descriptor of algorithm `a` over the float32 maps `src` and `dst` (tag::any lets oneDNN choose
+// their layouts), hinted by the forward it belongs to. Throws dnnl::error where oneDNN has no such kernel.
+inline dnnl::convolution_backward_weights::primitive_desc f32_weights_pd(const ConvGeometry& g, dnnl::algorithm a,
+                                                                          const md& src, const md& dst,
+                                                                          const md& bias, const dnnl::primitive_attr& attr,
+                                                                          const dnnl::engine& engine) {
+  const md weights(hwio_kernel_md(g.kernel[0], g.kernel[1], g.C, g.F, g.G, dt::f32).dims(), dt::f32, tag::any);
+  const dnnl::memory::dims strides{g.strides[0], g.strides[1]}, dilates{g.dilation[0] - 1, g.dilation[1] - 1},
+      pad_l{g.padding[0], g.padding[2]}, pad_r{g.padding[1], g.padding[3]};
+  const dnnl::convolution_forward::primitive_desc hint(
+      {dnnl::prop_kind::forward_training, a, src, weights, bias, dst, strides, dilates, pad_l, pad_r}, attr, engine);
+  return dnnl::convolution_backward_weights::primitive_desc(
+      {a, hint.src_desc(), weights, bias, hint.dst_desc(), strides, dilates, pad_l, pad_r}, attr, engine, hint);
 }
 
 }  // namespace onednn

@@ -51,17 +51,8 @@ std::optional<dnnl::convolution_backward_weights::primitive_desc> f32_winograd_w
   const int64_t tiled = ((g.OH + 3) / 4 * 4) * ((g.OW + 3) / 4 * 4), map = g.OH * g.OW;
   if (map > 121 || tiled * 100 > map * 135) return std::nullopt;
   const md src32 = with_type(src, dt::f32), dst32 = with_type(dst, dt::f32);
-  const dnnl::memory::dims wdims = hwio_kernel_md(g.kernel[0], g.kernel[1], g.C, g.F, g.G, dt::f32).dims();
-  const md wei_any(wdims, dt::f32, tag::any);
   try {
-    const dnnl::convolution_forward::primitive_desc hint(
-        {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd, src32, wei_any, bias, dst32,
-         {1, 1}, {0, 0}, {g.padding[0], g.padding[2]}, {g.padding[1], g.padding[3]}},
-        b.attr(), b.engine());
-    dnnl::convolution_backward_weights::primitive_desc pd(
-        {dnnl::algorithm::convolution_winograd, src32, wei_any, bias, dst32, {1, 1}, {0, 0},
-         {g.padding[0], g.padding[2]}, {g.padding[1], g.padding[3]}},
-        b.attr(), b.engine(), hint);
+    const auto pd = f32_weights_pd(g, dnnl::algorithm::convolution_winograd, src32, dst32, bias, b.attr(), b.engine());
     if (is_reference(pd) || pd.src_desc() != src32 || pd.diff_dst_desc() != dst32) return std::nullopt;
     return pd;
   } catch (const dnnl::error&) {
