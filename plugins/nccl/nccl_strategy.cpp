@@ -210,27 +210,23 @@ std::string NcclStrategy::all_reduce_text(const DLTensor& tensor) const {
          " elements";
 }
 
-void NcclStrategy::all_reduce(DLTensor& tensor, const ramjet_collective_args& args) {
+void NcclStrategy::all_reduce(DLTensor& tensor, const ramjet_collective_args& args, cudaEvent_t done) {
   const ncclRedOp_t op = nccl_op(args.op);
-  collective(tensor, args.stream, all_reduce_text(tensor),
-             [&](void* buffer, size_t count, ncclDataType_t type, cudaStream_t stream) {
-               return ncclAllReduce(buffer, buffer, count, type, op, comm_, stream);
-             });
+  collective(
+      tensor, args.stream, all_reduce_text(tensor),
+      [&](void* buffer, size_t count, ncclDataType_t type, cudaStream_t stream) {
+        return ncclAllReduce(buffer, buffer, count, type, op, comm_, stream);
+      },
+      done);
 }
 
 uint64_t NcclStrategy::all_reduce_start(DLTensor& tensor, const ramjet_collective_args& args) {
   Started started{nullptr, all_reduce_text(tensor)};
   if (on_device(tensor)) {
-    const ncclRedOp_t op = nccl_op(args.op);
     check_cuda(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
     check_cuda(cudaEventCreateWithFlags(&started.done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     try {
-      collective(
-          tensor, args.stream, started.what,
-          [&](void* buffer, size_t count, ncclDataType_t type, cudaStream_t stream) {
-            return ncclAllReduce(buffer, buffer, count, type, op, comm_, stream);
-          },
-          started.done);
+      all_reduce(tensor, args, started.done);
     } catch (...) {
       cudaEventDestroy(started.done);
       throw;

@@ -45,7 +45,8 @@ class NcclStrategy {
   int rank() const { return settings_.rendezvous.rank; }
   int world_size() const { return settings_.rendezvous.world_size; }
   void broadcast(DLTensor& tensor, const ramjet_collective_args& args);
-  void all_reduce(DLTensor& tensor, const ramjet_collective_args& args);
+  // `done` (all_reduce_start's): record it once the all-reduce is enqueued, and return without waiting.
+  void all_reduce(DLTensor& tensor, const ramjet_collective_args& args, cudaEvent_t done = nullptr);
   void barrier();
   // A GPU tensor's all-reduce enqueued (a CPU tensor's is done before this returns); the handle is waited for once.
   uint64_t all_reduce_start(DLTensor& tensor, const ramjet_collective_args& args);

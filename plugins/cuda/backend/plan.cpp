@@ -82,9 +82,12 @@ Plan::Plan(Device& device, Parameters& params, const ramjet::ir::Graph& graph, i
     }
     runs_.back()->end = i + 1;
   }
-  for (const auto& run : runs_)
-    run->what = "layers '" + graph.nodes[run->begin].name + "' to '" + graph.nodes[run->end - 1].name + "' (batch " +
-                std::to_string(batch) + ")";
+  for (const auto& run : runs_) {  // named once here, not on every step
+    const std::string layers = "layers '" + graph.nodes[run->begin].name + "' to '" + graph.nodes[run->end - 1].name +
+                               "' (batch " + std::to_string(batch) + ")";
+    run->forward_what = {"forward of " + layers, "training forward of " + layers};
+    run->backward_what = {"backward of " + layers, "accumulating backward of " + layers};
+  }
   gradients_written_.save = [this] {
     std::vector<char> flags;
     for (const auto& v : values_) flags.push_back(v->grad_written ? 1 : 0);
@@ -168,9 +171,8 @@ void Plan::forward(const Pass& pass) {
     auto enqueue = [&] {
       for (size_t i = run->begin; i < run->end; ++i) layers_[i]->forward(pass);
     };
-    if (run->replayable)
-      run->forward[pass.training ? 1 : 0].run(device_, enqueue, nullptr,
-                                              (pass.training ? "training forward of " : "forward of ") + run->what);
+    const size_t way = pass.training ? 1 : 0;
+    if (run->replayable) run->forward[way].run(device_, enqueue, nullptr, run->forward_what[way]);
     else enqueue();
   }
   check(cudaEventRecord(inputs_read_.get(), device_.stream()), "cudaEventRecord", "input readers");
@@ -233,9 +235,10 @@ void Plan::backward(const Pass& pass, const ramjet_backward_args& args) {
   for (size_t r = runs_.size(); r-- > 0;) {
     Run& run = *runs_[r];
     if (run.replayable && args.grad_ready == nullptr) {  // grad_ready waits between layers: nothing to capture
-      run.backward[args.accumulate != 0 ? 1 : 0].run(
+      const size_t way = args.accumulate != 0 ? 1 : 0;
+      run.backward[way].run(
           device_, [&] { for (size_t i = run.end; i-- > run.begin;) backward_layer(i, pass); }, &gradients_written_,
-          (args.accumulate != 0 ? "accumulating backward of " : "backward of ") + run.what);
+          run.backward_what[way]);
       continue;
     }
     for (size_t i = run.end; i-- > run.begin;) {

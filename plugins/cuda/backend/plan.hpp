@@ -56,8 +56,8 @@ class Plan {
   struct Run {
     size_t begin = 0, end = 0;  // layers_[begin, end)
     bool replayable = false;
-    std::string what;  // "layers 'c1' to 'fc' (batch 256)"
     std::array<StepGraph, 2> forward, backward;
+    std::array<std::string, 2> forward_what, backward_what;  // "training forward of layers 'c1' to 'fc' (batch 256)"
   };
   std::vector<std::unique_ptr<Run>> runs_;
   HostBookkeeping gradients_written_;  // which values' and parameters' gradients a backward has written
