@@ -15,8 +15,9 @@ fp32 peak RSS ≤ the leanest peer's; under load ramjet keeps ≥ 60 % of its sp
 --device cuda (issue 16), on a machine with an NVIDIA GPU: only the GPU's rows, batch 256, for cnn and resnet (the
 default there both): ramjet's cuda backend (ramjet-cuda-fp32, ramjet-cuda-fp16: train.backend "cuda", float32 or
 mixed_float16, the data pipeline on every core) and PyTorch on the GPU (torch-cuda-fp32, torch-cuda-amp: float16
-autocast with a GradScaler, torch-cuda-amp-compile: the same under torch.compile), and ramjet-cuda-fp16-launched (ramjet-cuda-fp16 with
-cuda_graphs off: what replaying the step from CUDA graphs buys, printed as a ratio). The GPU's name heads the result.
+autocast with a GradScaler, torch-cuda-amp-compile: the same under torch.compile), and ramjet-cuda-fp16-launched
+(ramjet-cuda-fp16 with cuda_graphs off: what replaying the step from CUDA graphs buys, printed as a ratio). The GPU's
+name heads the result.
 Checks: ramjet-cuda-fp16 ≥ 1.3 × the best torch-cuda row, and on the ResNet ≥ 2 × ramjet-cuda-fp32; a row that
 failed (no GPU: "no CUDA device") is a failed row with its error, and the checks it feeds say they were not judged.
 """
