@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -20,6 +21,7 @@
 #include <array>
 #include <cstring>
 #include <map>
+#include <set>
 #include <thread>
 
 namespace ramjet::test {
@@ -378,12 +380,14 @@ TEST_F(GlooTest, RanksWithDifferentManifestsAreRefusedNamingTheDifference) {
 }
 
 TEST_F(GlooTest, BadStrategyWordsAreRefusedBeforeAnyRankStarts) {
-  const fs::path m = manifest(256, 1, {{"type", "gloo"}, {"timeout_s", -1}, {"rendezvous", "pigeon"}, {"bogus", 1}});
+  const fs::path m = manifest(256, 1, {{"type", "gloo"}, {"timeout_s", -1}, {"rendezvous", "pigeon"}, {"bogus", 1},
+                                        {"priority_boost", 40}});
   const auto r = run(quote(host_binary().string()) + " run " + quote(m.string()) + " --nproc 2");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("train.json#/train/strategy/timeout_s"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("train.json#/train/strategy/rendezvous"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("train.json#/train/strategy/bogus"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("train.json#/train/strategy/priority_boost"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("[rank "), std::string::npos) << "no rank may start:\n" << r.output;
 
   // The global batch must split evenly: 64 over 3 ranks does not.
@@ -408,10 +412,12 @@ class GlooCollectives : public ::testing::Test {
   TempDir dir;
   core::PluginRegistry registry{core::DiscoveryOptions{{stock_plugin_dir()}, {}, {}}};
 
-  std::unique_ptr<core::Strategy> make(int rank, double timeout_s, int world_size = 2) {
+  std::unique_ptr<core::Strategy> make(int rank, double timeout_s, int world_size = 2,
+                                       const nlohmann::json& more = nlohmann::json::object()) {
     core::CreateArgs args;
     args.config = {{"rank", rank}, {"world_size", world_size}, {"rendezvous", "file"},
                    {"dir", (dir / "store").string()}, {"timeout_s", timeout_s}};
+    args.config.update(more);
     args.where = "test.json#/train/strategy";
     return std::make_unique<core::Strategy>(registry.component(RAMJET_KIND_STRATEGY, "gloo"), args);
   }
@@ -551,6 +557,49 @@ TEST_F(GlooCollectives, TheStrategyIgnoresSigpipeUnlessTheHostHandlesIt) {
   ::sigaction(SIGPIPE, nullptr, &now);
   EXPECT_EQ(now.sa_handler, &record_sigpipe) << "a host's own handler is replaced";
   ::sigaction(SIGPIPE, &saved, nullptr);
+}
+
+// This process's threads now, by thread ID.
+std::set<pid_t> threads_now() {
+  std::set<pid_t> out;
+  for (const auto& entry : fs::directory_iterator("/proc/self/task")) out.insert(std::stoi(entry.path().filename()));
+  return out;
+}
+
+int nice_of(pid_t thread) { return ::getpriority(PRIO_PROCESS, static_cast<id_t>(thread)); }
+
+// Whether this process may lower a thread's nice value (root, CAP_SYS_NICE or RLIMIT_NICE room): tried on the
+// calling thread, and put back.
+bool may_lower_nice() {
+  const pid_t me = ::gettid();
+  const int now = nice_of(me);
+  if (now <= -20 || ::setpriority(PRIO_PROCESS, static_cast<id_t>(me), now - 1) != 0) return false;
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(me), now);
+  return true;
+}
+
+// Gloo's threads (its transport loop, the peer watch, the collective queue) run priority_boost nice levels above
+// the thread that made the strategy, so that they are served beside a busy backward; that thread keeps its own.
+TEST_F(GlooCollectives, TheTransportThreadsRunPriorityBoostLevelsAboveTheProcess) {
+  if (!may_lower_nice()) GTEST_SKIP() << "lowering a nice value needs CAP_SYS_NICE (root), which this test lacks";
+  const int base = nice_of(::gettid());
+  for (int boost : {10, 0}) {
+    const std::set<pid_t> before = threads_now();
+    std::vector<std::unique_ptr<core::Strategy>> made(2);
+    on_two_ranks([&](int rank) {
+      auto s = make(rank, 20, 2, {{"priority_boost", boost}});
+      EXPECT_EQ(nice_of(::gettid()), base) << "the thread that made the strategy got its own priority back";
+      s->barrier();
+      made[static_cast<size_t>(rank)] = std::move(s);
+    });
+    std::vector<pid_t> started;  // rank 1's test thread has ended: what is new belongs to the two strategies
+    for (pid_t t : threads_now())
+      if (!before.contains(t)) started.push_back(t);
+    EXPECT_GE(started.size(), 6u) << "each rank's transport loop, peer watch and queue";
+    for (pid_t t : started)
+      EXPECT_EQ(nice_of(t), std::max(-20, base - boost)) << "thread " << t << " with priority_boost " << boost;
+    made.clear();
+  }
 }
 
 TEST_F(GlooCollectives, APeerThatNeverJoinsTheCollectiveIsATimeoutNamingIt) {
