@@ -21,7 +21,6 @@
 #include <array>
 #include <cstring>
 #include <map>
-#include <set>
 #include <thread>
 
 namespace ramjet::test {
@@ -559,45 +558,29 @@ TEST_F(GlooCollectives, TheStrategyIgnoresSigpipeUnlessTheHostHandlesIt) {
   ::sigaction(SIGPIPE, &saved, nullptr);
 }
 
-// This process's threads now, by thread ID.
-std::set<pid_t> threads_now() {
-  std::set<pid_t> out;
-  for (const auto& entry : fs::directory_iterator("/proc/self/task")) out.insert(std::stoi(entry.path().filename()));
-  return out;
-}
-
-int nice_of(pid_t thread) { return ::getpriority(PRIO_PROCESS, static_cast<id_t>(thread)); }
-
-// Whether this process may lower a thread's nice value (root, CAP_SYS_NICE or RLIMIT_NICE room): tried on the
-// calling thread, and put back.
-bool may_lower_nice() {
-  const pid_t me = ::gettid();
-  const int now = nice_of(me);
-  if (now <= -20 || ::setpriority(PRIO_PROCESS, static_cast<id_t>(me), now - 1) != 0) return false;
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(me), now);
-  return true;
-}
-
 // Gloo's threads (its transport loop, the peer watch, the collective queue) run priority_boost nice levels above
 // the thread that made the strategy, so that they are served beside a busy backward; that thread keeps its own.
 TEST_F(GlooCollectives, TheTransportThreadsRunPriorityBoostLevelsAboveTheProcess) {
-  if (!may_lower_nice()) GTEST_SKIP() << "lowering a nice value needs CAP_SYS_NICE (root), which this test lacks";
-  const int base = nice_of(::gettid());
+  if (!may_lower_nice(10)) GTEST_SKIP() << "lowering a nice value by 10 needs CAP_SYS_NICE, which this test lacks";
+  const int base = ::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()));
   for (int boost : {10, 0}) {
-    const std::set<pid_t> before = threads_now();
+    const std::map<pid_t, int> before = thread_nice_values(::getpid());
     std::vector<std::unique_ptr<core::Strategy>> made(2);
+    std::array<pid_t, 2> rank_threads{};  // a joined thread may linger in /proc for a moment: not a strategy's
     on_two_ranks([&](int rank) {
+      rank_threads[static_cast<size_t>(rank)] = ::gettid();
       auto s = make(rank, 20, 2, {{"priority_boost", boost}});
-      EXPECT_EQ(nice_of(::gettid()), base) << "the thread that made the strategy got its own priority back";
+      EXPECT_EQ(::getpriority(PRIO_PROCESS, static_cast<id_t>(::gettid())), base)
+          << "the thread that made the strategy got its own priority back";
       s->barrier();
       made[static_cast<size_t>(rank)] = std::move(s);
     });
-    std::vector<pid_t> started;  // rank 1's test thread has ended: what is new belongs to the two strategies
-    for (pid_t t : threads_now())
-      if (!before.contains(t)) started.push_back(t);
+    std::map<pid_t, int> started;  // rank 1's test thread has ended: what is new belongs to the two strategies
+    for (const auto& [thread, nice] : thread_nice_values(::getpid()))
+      if (!before.contains(thread) && thread != rank_threads[0] && thread != rank_threads[1]) started[thread] = nice;
     EXPECT_GE(started.size(), 6u) << "each rank's transport loop, peer watch and queue";
-    for (pid_t t : started)
-      EXPECT_EQ(nice_of(t), std::max(-20, base - boost)) << "thread " << t << " with priority_boost " << boost;
+    for (const auto& [thread, nice] : started)
+      EXPECT_EQ(nice, std::max(-20, base - boost)) << "thread " << thread << " with priority_boost " << boost;
     made.clear();
   }
 }

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <thread>
@@ -113,6 +114,27 @@ TEST_F(MpiTest, AStoppedRankEndsTheJobAfterTimeoutSNamingTheCollective) {
   EXPECT_NE(log.find("mpi strategy, rank 0 of 2: all_reduce #"), std::string::npos) << log;
   EXPECT_NE(log.find("timed out after 2 s (train.strategy.timeout_s)"), std::string::npos) << log;
   RecordProperty("seconds_to_end", std::to_string(seconds));
+}
+
+// The communication thread (and what MPI starts from it) runs priority_boost nice levels above the rank's own
+// threads, so that an all-reduce is served beside a busy backward; the main thread keeps the job's priority.
+TEST_F(MpiTest, TheCommunicationThreadRunsPriorityBoostLevelsAboveTheRank) {
+  if (!may_lower_nice(7)) GTEST_SKIP() << "lowering a nice value by 7 needs CAP_SYS_NICE, which this test lacks";
+  const fs::path m = small_training_manifest(dir.path(), 1024, 100000, {{"type", "mpi"}, {"priority_boost", 7}});
+  auto job = start_job(2, {"run", m.string(), "--set", "/train/checkpoint/dir=" + (dir / "c").string()}, "job.log");
+  const pid_t rank1 = rank_one_once_training(*job, dir / "c");
+  ASSERT_GT(rank1, 0) << "the job did not start training within 60 s:\n" << read_file(dir / "job.log");
+  const std::map<pid_t, int> threads = thread_nice_values(rank1);
+  ::kill(rank1, SIGKILL);
+  EXPECT_TRUE(job->wait_for(10s).has_value()) << "the job still runs 10 s after rank 1 was killed";
+
+  const int base = ::getpriority(PRIO_PROCESS, 0);
+  ASSERT_TRUE(threads.contains(rank1)) << "rank 1's threads could not be read";
+  EXPECT_EQ(threads.at(rank1), base) << "the rank's main thread keeps the job's priority";
+  int raised = 0;
+  for (const auto& [thread, nice] : threads) raised += nice == std::max(-20, base - 7) ? 1 : 0;
+  EXPECT_GE(raised, 2) << "the communication thread and the threads Open MPI starts from it (its PMIx and event "
+                          "threads) run 7 nice levels above the job";
 }
 
 TEST_F(MpiTest, AKilledRankEndsTheJobNamingItAndResumeFinishesTheJob) {

@@ -197,6 +197,45 @@ TEST(SdkHeaders, AtomicFileAlone) {
 }
 #endif
 
+// ---- ramjet/sdk/raised_priority.hpp ---------------------------------------------------------------------------
+#ifdef RAMJET_TEST_HEADER_IS_ramjet_sdk_raised_priority_hpp
+#include <thread>
+
+namespace {
+int nice_now() { return ::getpriority(PRIO_PROCESS, 0); }  // 0: the calling thread, on Linux
+}  // namespace
+
+TEST(SdkHeaders, RaisedPriorityIsInheritedByTheThreadsStartedUnderItAndThenPutBack) {
+  const auto field = ramjet::Fields{ramjet::priority_boost_field()};
+  EXPECT_EQ(field.with_defaults(nlohmann::json::object()).at("priority_boost"), 10);
+  EXPECT_FALSE(field.check({{"priority_boost", 40}}).empty());
+  EXPECT_FALSE(field.check({{"priority_boost", -1}}).empty());
+  EXPECT_TRUE(field.check({{"priority_boost", 0}}).empty());
+
+  const int base = nice_now();
+  {
+    const ramjet::RaisedPriority none(0);
+    EXPECT_FALSE(none.raised());
+    EXPECT_TRUE(none.why_not().empty());
+    EXPECT_EQ(nice_now(), base);
+  }
+  int in_thread = 99;
+  bool raised = false;
+  {
+    const ramjet::RaisedPriority boost(5);
+    raised = boost.raised();
+    if (!raised && base > -20) {
+      EXPECT_NE(boost.why_not().find("CAP_SYS_NICE"), std::string::npos) << boost.why_not();
+    }
+    std::thread([&] { in_thread = nice_now(); }).join();
+  }
+  EXPECT_EQ(nice_now(), base) << "the caller's own priority is put back";
+  if (!raised) GTEST_SKIP() << "this process may not lower a nice value (needs CAP_SYS_NICE)";
+  EXPECT_LT(in_thread, base) << "a thread started under the raise inherits it";
+  EXPECT_GE(in_thread, std::max(-20, base - 5)) << "no more than 5 levels";
+}
+#endif
+
 // ---- ramjet/sdk/collective_queue.hpp --------------------------------------------------------------------------
 #ifdef RAMJET_TEST_HEADER_IS_ramjet_sdk_collective_queue_hpp
 #include <stdexcept>

@@ -14,9 +14,7 @@ ramjet::Fields Settings::fields() {
   fields.add(Field::string("hostname").doc("address this rank binds for gloo's connections; default: the address "
                                            "that reaches master_addr"));
   fields.add(Field::string("interface").doc("network interface to bind instead of hostname (e.g. eth0)"));
-  fields.add(Field::integer("priority_boost").at_least(0).at_most(39).fallback(10)
-                 .doc("nice levels gloo's threads run above the rest of the process, so that a bucket's all-reduce "
-                      "is served beside backward on busy cores; needs CAP_SYS_NICE (root), else ignored; 0: off"));
+  fields.add(ramjet::priority_boost_field());
   return fields;
 }
 

@@ -21,7 +21,7 @@ struct Settings {
   std::string hostname;            // address this rank's gloo device binds (gloo's tcp attr hostname)
   std::string interface;           // or the network interface to bind (gloo's tcp attr iface)
   std::chrono::milliseconds timeout{0};
-  int priority_boost = 10;         // nice levels the transport threads run above the process (raised_priority.hpp)
+  int priority_boost = 10;         // nice levels gloo's threads run above the process (ramjet/sdk/raised_priority.hpp)
 
   static ramjet::Fields fields();
   static void check(const nlohmann::json& config, ramjet::Problems& problems);

@@ -1,7 +1,6 @@
 #include "gloo_strategy.hpp"
 
 #include "peer_watch.hpp"
-#include "raised_priority.hpp"
 #include "recursive_doubling.hpp"
 #include "tcp_store.hpp"
 
@@ -153,10 +152,11 @@ GlooStrategy::GlooStrategy(const ramjet::Config& config) : settings_(Settings::r
   identity_->rank = settings_.rank;
   identity_->world_size = settings_.world_size;
   identity_->timeout = settings_.timeout;
-  // Every thread started from here on (gloo's transport loop, the peer watch, the collective queue) inherits it.
-  const RaisedPriority raised(settings_.priority_boost);
+  // Every thread this constructor starts (gloo's transport loop, the peer watch, the collective queue, and rank 0's
+  // store server) inherits it.
+  const ramjet::RaisedPriority raised(settings_.priority_boost);
   if (!raised.why_not().empty())
-    ramjet::log(RAMJET_LOG_INFO, "gloo", "the transport threads run at the process's priority: " + raised.why_not() +
+    ramjet::log(RAMJET_LOG_DEBUG, "gloo", "the transport threads run at the process's priority: " + raised.why_not() +
                                              " (train.strategy.priority_boost)");
   if (settings_.world_size > 1) connect();
   queue_.emplace();

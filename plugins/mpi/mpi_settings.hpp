@@ -12,6 +12,7 @@ namespace ramjet_mpi {
 
 struct Settings {
   std::chrono::milliseconds timeout{0};
+  int priority_boost = 10;  // nice levels the communication thread runs above the rest (ramjet/sdk/raised_priority.hpp)
 
   static ramjet::Fields fields();
   // Reads the configuration, already checked against fields().

@@ -114,7 +114,14 @@ MpiStrategy::MpiStrategy(const ramjet::Config& config) : settings_(Settings::rea
                                                 "process has started it already; run one rank per process "
                                                 "(mpirun -np N ramjet run ...)");
   make_mpi_global();
-  queue_.emplace();
+  {
+    // The communication thread, and whatever threads MPI starts from it, inherit the raise.
+    const ramjet::RaisedPriority raised(settings_.priority_boost);
+    if (!raised.why_not().empty())
+      ramjet::log(RAMJET_LOG_DEBUG, "mpi", "the communication thread runs at the process's priority: " +
+                                              raised.why_not() + " (train.strategy.priority_boost)");
+    queue_.emplace();
+  }
   auto comm = std::make_shared<Comm>();
   auto initialized_here = std::make_shared<bool>(false);
   const uint64_t init = queue_->submit([comm, initialized_here] {

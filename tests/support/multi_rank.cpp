@@ -6,10 +6,12 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -148,6 +150,26 @@ std::string thread_stacks(pid_t pid) {
   const auto r = run("timeout 60 gdb -batch -nx -p " + std::to_string(pid) + " -ex 'thread apply all bt' 2>&1");
   if (r.exit_code != 0) return "(no stacks: gdb exited with " + std::to_string(r.exit_code) + ")\n" + r.output;
   return r.output;
+}
+
+std::map<pid_t, int> thread_nice_values(pid_t pid) {
+  std::map<pid_t, int> out;
+  std::error_code gone;  // the process may end while it is read
+  for (const auto& entry : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", gone)) {
+    const pid_t thread = static_cast<pid_t>(std::stoi(entry.path().filename().string()));
+    errno = 0;
+    const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(thread));
+    if (errno == 0) out[thread] = nice;
+  }
+  return out;
+}
+
+bool may_lower_nice(int levels) {
+  const id_t me = static_cast<id_t>(::gettid());
+  const int now = ::getpriority(PRIO_PROCESS, me);
+  if (now - levels < -20 || ::setpriority(PRIO_PROCESS, me, now - levels) != 0) return false;
+  ::setpriority(PRIO_PROCESS, me, now);
+  return true;
 }
 
 pid_t descendant_with(pid_t ancestor, const std::string& variable, const std::string& value) {

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,12 @@ std::string thread_stacks(pid_t pid);
 
 // The descendant of `ancestor` whose environment holds `variable`=`value` (e.g. RANK=1), or -1.
 pid_t descendant_with(pid_t ancestor, const std::string& variable, const std::string& value);
+
+// The nice value of each of a process's threads, by thread ID (a strategy's threads run at a raised priority).
+std::map<pid_t, int> thread_nice_values(pid_t pid);
+// Whether this process may lower a thread's nice value by `levels` (CAP_SYS_NICE, or that much RLIMIT_NICE room):
+// tried on the calling thread, and put back.
+bool may_lower_nice(int levels);
 
 // Two "machines": network namespaces joined by a veth pair, with private addresses on the veth only. Needs root
 // (CAP_NET_ADMIN); the constructor says why not when it cannot make them, and the test skips with that reason.

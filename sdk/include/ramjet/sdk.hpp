@@ -32,6 +32,7 @@
 //   ramjet/sdk/graph_ir.hpp          ramjet::ir::parse_graph, the graph IR a backend compiles, read and checked
 //   ramjet/sdk/optimizer_options.hpp the "optimizer" compile option: Keras's optimizers, judged and read alike
 //   ramjet/sdk/collective_queue.hpp  ramjet::CollectiveQueue, a strategy's collectives on one thread, in issue order
+//   ramjet/sdk/raised_priority.hpp   ramjet::RaisedPriority, a strategy's communication threads served first
 //   ramjet/sdk/gradient_pieces.hpp   the rows a large gradient is sent in while backward runs (host and backend agree)
 //   ramjet/sdk/rendezvous.hpp        a strategy's rank, world size, store address and timeout (manifest or env://)
 //   ramjet/sdk/socket_io.hpp         blocking sockets for a rendezvous (POSIX)
@@ -87,6 +88,7 @@
 #include <ramjet/sdk/graph_ir.hpp>
 #include <ramjet/sdk/optimizer_options.hpp>
 #include <ramjet/sdk/collective_queue.hpp>
+#include <ramjet/sdk/raised_priority.hpp>
 #include <ramjet/sdk/gradient_pieces.hpp>
 #include <ramjet/sdk/rendezvous.hpp>
 #include <ramjet/sdk/socket_io.hpp>
