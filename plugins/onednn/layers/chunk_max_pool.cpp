@@ -54,6 +54,12 @@ void relu_backward_in_place(const void* relu_out, void* diff, size_t bytes, dt t
                         [](F4 d, F4 y) { return y > 0 ? d : F4{}; });
 }
 
+md ChunkMaxPool::workspace_desc() const {
+  if (!loops) return forward.workspace_desc();
+  if (forward.workspace_desc().get_size() == 0) return md();  // inference keeps no argmax
+  return md({loops->examples, static_cast<int64_t>(loops->argmax_bytes()) / loops->examples}, dt::u8, tag::ab);
+}
+
 std::optional<ChunkMaxPool> chunk_max_pool(const NodeSpec& pool, const LayerBuilder& b, const Shape& conv_shape,
                                            const md& conv_chunk, bool relu) {
   if (pool.op != "max_pool" || conv_shape.size() != 3) return std::nullopt;
@@ -74,6 +80,7 @@ std::optional<ChunkMaxPool> chunk_max_pool(const NodeSpec& pool, const LayerBuil
         (workspace.get_size() > 0 && !batch_outermost(workspace)))
       return std::nullopt;
     p.relu = relu;
+    p.loops = max_pool_loops(conv_chunk, pooled, kernel, strides, pad_l, pad_r);
     if (!b.backward()) return p;
     p.backward = dnnl::pooling_backward::primitive_desc(
         {dnnl::algorithm::pooling_max, conv_chunk, pooled, strides, kernel, pad_l, pad_r}, b.attr(), b.engine(),

@@ -12,6 +12,7 @@
 #pragma once
 
 #include "../layer.hpp"
+#include "../max_pool_loops.hpp"
 
 #include <optional>
 
@@ -19,9 +20,14 @@ namespace onednn {
 
 struct ChunkMaxPool {
   Shape shape;  // the pooled output per example [OH, OW, C]
+  // oneDNN's pool: its descriptors choose the pooled layout, and run the pool where `loops` does not.
   dnnl::pooling_forward::primitive_desc forward;
   dnnl::pooling_backward::primitive_desc backward;  // a training plan's
-  bool relu = false;                                // the convolution's relu, run on the pooled chunk
+  // Our own loops (max_pool_loops.hpp) where the layouts and the windows suit them: oneDNN's kernel was the slower.
+  std::optional<PoolLoops> loops;
+  bool relu = false;  // the convolution's relu, run on the pooled chunk
+  // A chunk's argmax positions, kept from forward for backward; empty in inference.
+  md workspace_desc() const;
 };
 
 // Primitives for one thread that pool a chunk of convolution output laid out as `conv_chunk` (per example

@@ -151,7 +151,8 @@ class ChunkedConv2D : public Layer {
     md pooled, workspace;
     if (pool) {
       pooled = pool->forward.dst_desc();
-      workspace = pool->forward.workspace_desc();
+      workspace = pool->workspace_desc();
+      pool_loops_ = pool->loops;
       pooled_bytes_ = pooled.get_size();
       workspace_bytes_ = workspace.get_size();
       b.define_output(with_batch(pooled, N));
@@ -183,7 +184,7 @@ class ChunkedConv2D : public Layer {
       } else if (data) {
         backward_data_ = dnnl::convolution_backward_data(p.data);
       }
-      if (pool) {
+      if (pool && !pool->loops) {
         pool_forward_ = dnnl::pooling_forward(pool->forward);
         if (weights) pool_backward_ = dnnl::pooling_backward(pool->backward);
       }
@@ -266,7 +267,11 @@ class ChunkedConv2D : public Layer {
       if (!pooled_) return;
       lane.pooled.set_data_handle(pooled + c * pooled_bytes_);
       if (workspace) lane.workspace.set_data_handle(workspace + c * workspace_bytes_);
-      Exec::run_on(lane.stream, pool_forward_, lane.pool_forward_args);
+      if (pool_loops_)
+        max_pool_forward(*pool_loops_, lane.dst.get_data_handle(), lane.pooled.get_data_handle(),
+                         workspace ? static_cast<uint8_t*>(lane.workspace.get_data_handle()) : nullptr);
+      else
+        Exec::run_on(lane.stream, pool_forward_, lane.pool_forward_args);
       if (relu_after_pool_) relu_in_place(lane.pooled.get_data_handle(), pooled_bytes_, compute_type_);
     });
     if (!pooled_) act_.forward(exec);
@@ -299,7 +304,12 @@ class ChunkedConv2D : public Layer {
         if (relu_after_pool_)
           relu_backward_in_place(lane.pooled.get_data_handle(), lane.pooled_diff.get_data_handle(), pooled_bytes_,
                                  compute_type_);
-        Exec::run_on(lane.stream, pool_backward_, lane.pool_backward_args);
+        if (pool_loops_)
+          max_pool_backward(*pool_loops_, lane.pooled_diff.get_data_handle(),
+                            static_cast<const uint8_t*>(lane.workspace.get_data_handle()),
+                            lane.dst.get_data_handle());
+        else
+          Exec::run_on(lane.stream, pool_backward_, lane.pool_backward_args);
       } else {
         lane.dst.set_data_handle(diff + c * dst_bytes_);
       }
@@ -354,16 +364,15 @@ class ChunkedConv2D : public Layer {
   // there.
   void add_pool_args(LayerBuilder& b, const ChunkMaxPool& pool, Lane& lane, int i) {
     const dnnl::engine& engine = b.engine();
-    const md pooled = pool.forward.dst_desc(), workspace = pool.forward.workspace_desc();
+    const md pooled = pool.forward.dst_desc(), workspace = pool.workspace_desc();
     lane.pooled = dnnl::memory(pooled, engine, DNNL_MEMORY_NONE);
+    if (workspace.get_size() > 0) lane.workspace = dnnl::memory(workspace, engine, DNNL_MEMORY_NONE);
+    if (b.backward()) lane.pooled_diff = dnnl::memory(pooled, engine, DNNL_MEMORY_NONE);
+    if (pool.loops) return;  // our loops take the views' handles, not oneDNN's arguments
     lane.pool_forward_args = {{DNNL_ARG_SRC, lane.dst}, {DNNL_ARG_DST, lane.pooled}};
-    if (workspace.get_size() > 0) {
-      lane.workspace = dnnl::memory(workspace, engine, DNNL_MEMORY_NONE);
-      lane.pool_forward_args[DNNL_ARG_WORKSPACE] = lane.workspace;
-    }
+    if (lane.workspace) lane.pool_forward_args[DNNL_ARG_WORKSPACE] = lane.workspace;
     b.use_lane_scratchpad(pool.forward, lane.pool_forward_args, i);
     if (!b.backward()) return;
-    lane.pooled_diff = dnnl::memory(pooled, engine, DNNL_MEMORY_NONE);
     lane.pool_backward_args = {{DNNL_ARG_DIFF_DST, lane.pooled_diff}, {DNNL_ARG_DIFF_SRC, lane.dst}};
     if (lane.workspace) lane.pool_backward_args[DNNL_ARG_WORKSPACE] = lane.workspace;
     b.use_lane_scratchpad(pool.backward, lane.pool_backward_args, i);
@@ -390,6 +399,7 @@ class ChunkedConv2D : public Layer {
   bool pooled_, relu_after_pool_;
   dnnl::memory dst_;       // unpooled: the whole batch's output
   dnnl::memory workspace_;  // pooled in training: the argmax positions of every chunk
+  std::optional<PoolLoops> pool_loops_;  // our own pool loops, in place of the two primitives
   dnnl::pooling_forward pool_forward_;
   dnnl::pooling_backward pool_backward_;
   dt compute_type_;
