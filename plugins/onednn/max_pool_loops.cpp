@@ -1,124 +1,138 @@
 #include "max_pool_loops.hpp"
 
+#include <immintrin.h>
+
 #include <array>
 #include <cstring>
-
-// Each loop is written once over vectors of 16 lanes (one run of channels) with GCC's vector types. The vectors
-// never cross a real call, so GCC's note that passing one would change with the target's ABI does not apply.
-#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace onednn {
 namespace {
 
-typedef float F16 __attribute__((vector_size(64)));
-typedef int32_t I16 __attribute__((vector_size(64)));
-typedef uint32_t U16 __attribute__((vector_size(64)));
-typedef uint16_t H16 __attribute__((vector_size(32)));
-typedef uint8_t B16 __attribute__((vector_size(16)));
+// The loops are AVX-512 only: elsewhere oneDNN lays float32 channels out in runs of 8, which they do not read, and
+// bf16 training needs AVX-512. `ONEDNN_MAX_CPU_ISA` below AVX-512 turns them off as it caps oneDNN. The target
+// pragma (not a function attribute) reaches the lambdas inside them too; push and pop keep it, and the note that
+// passing a vector would change with the target's ABI (no vector crosses a call outside these loops), and GCC 12's
+// false -Wmaybe-uninitialized in its AVX-512 intrinsics (bug 105593), out of the files a unity build puts after
+// this one.
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512dq")
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// A run of 16 values as float32: bf16 widened exactly (its bits are float32's upper half).
-template <bool Bf16>
-[[gnu::always_inline]] inline F16 load(const void* base, int64_t at) {
-  if constexpr (Bf16) {
-    H16 h;
-    std::memcpy(&h, static_cast<const uint16_t*>(base) + at, sizeof h);
-    return reinterpret_cast<F16>(__builtin_convertvector(h, U16) << 16);
-  } else {
-    F16 v;
-    std::memcpy(&v, static_cast<const float*>(base) + at, sizeof v);
-    return v;
+// The geometry in locals: the loops' stores could otherwise alias a PoolLoops and make the compiler read it again.
+struct Walk {
+  int64_t examples, groups, columns, out_rows, out_columns, kernel_rows, kernel_columns, stride_rows, stride_columns;
+  int64_t in_example, in_group, in_position, out_example, out_group, out_position;
+  explicit Walk(const PoolLoops& p)
+      : examples(p.examples), groups(p.groups), columns(p.columns), out_rows(p.out_rows), out_columns(p.out_columns),
+        kernel_rows(p.kernel_rows), kernel_columns(p.kernel_columns), stride_rows(p.stride_rows),
+        stride_columns(p.stride_columns), in_example(p.in_example), in_group(p.in_group),
+        in_position(p.in_position), out_example(p.out_example), out_group(p.out_group),
+        out_position(p.out_position) {}
+  // Calls window(corner, out) for every output run: the input offset of its window's first value and its own.
+  template <class Window>
+  [[gnu::always_inline]] void each_window(Window&& window) const {
+    for (int64_t n = 0; n < examples; ++n)
+      for (int64_t g = 0; g < groups; ++g) {
+        const int64_t in0 = n * in_example + g * in_group, out0 = n * out_example + g * out_group;
+        for (int64_t oh = 0; oh < out_rows; ++oh)
+          for (int64_t ow = 0; ow < out_columns; ++ow)
+            window(in0 + (oh * stride_rows * columns + ow * stride_columns) * in_position,
+                   out0 + (oh * out_columns + ow) * out_position);
+      }
   }
-}
-
-// Stores what load gave, or a value selected from such: for bf16 the upper half is the value itself, exactly.
-template <bool Bf16>
-[[gnu::always_inline]] inline void store(void* base, int64_t at, F16 v) {
-  if constexpr (Bf16) {
-    const H16 h = __builtin_convertvector(reinterpret_cast<U16>(v) >> 16, H16);
-    std::memcpy(static_cast<uint16_t*>(base) + at, &h, sizeof h);
-  } else {
-    std::memcpy(static_cast<float*>(base) + at, &v, sizeof v);
+  // The offsets of a window's values (row-major) from its first; windows hold at most 255.
+  int taps(int64_t* offsets) const {
+    int k = 0;
+    for (int64_t kh = 0; kh < kernel_rows; ++kh)
+      for (int64_t kw = 0; kw < kernel_columns; ++kw) offsets[k++] = (kh * columns + kw) * in_position;
+    return k;
   }
+};
+
+// 16 values as float32: bf16 widened exactly (its bits are float32's upper half).
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load16(const uint16_t* p) {
+  const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+// Stores what load16 gave (for bf16 the upper half is the value itself, exactly).
+inline void store16(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
+inline void store16(uint16_t* p, __m512 v) {
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)));
 }
 
-template <bool Bf16>
-[[gnu::always_inline]] inline void forward(const PoolLoops& p, const void* src, void* dst, uint8_t* argmax) {
-  const int64_t window_rows = p.kernel_rows, window_columns = p.kernel_columns;
-  for (int64_t n = 0; n < p.examples; ++n)
-    for (int64_t g = 0; g < p.groups; ++g) {
-      const int64_t in0 = n * p.in_example + g * p.in_group, out0 = n * p.out_example + g * p.out_group;
-      for (int64_t oh = 0; oh < p.out_rows; ++oh)
-        for (int64_t ow = 0; ow < p.out_columns; ++ow) {
-          const int64_t corner = in0 + (oh * p.stride_rows * p.columns + ow * p.stride_columns) * p.in_position;
-          F16 best = load<Bf16>(src, corner);
-          I16 place = I16{};
-          for (int64_t kh = 0; kh < window_rows; ++kh)
-            for (int64_t kw = kh == 0 ? 1 : 0; kw < window_columns; ++kw) {
-              const F16 v = load<Bf16>(src, corner + (kh * p.columns + kw) * p.in_position);
-              const I16 greater = v > best;  // a NaN is never greater: the first value's place stands
-              best = greater ? v : best;
-              place = greater ? I16{} + static_cast<int32_t>(kh * window_columns + kw) : place;
-            }
-          const int64_t out = out0 + (oh * p.out_columns + ow) * p.out_position;
-          store<Bf16>(dst, out, best);
-          if (!argmax) continue;
-          const B16 bytes = __builtin_convertvector(place, B16);
-          std::memcpy(argmax + out, &bytes, sizeof bytes);
-        }
+template <class T>
+inline void forward(const PoolLoops& p, const T* src, T* dst, uint8_t* argmax) {
+  const Walk w(p);
+  int64_t offsets[255];
+  const int taps = w.taps(offsets);
+  w.each_window([&](int64_t corner, int64_t out) [[gnu::always_inline]] {
+    __m512 best = load16(src + corner);
+    __m512i place = _mm512_setzero_si512();
+    for (int k = 1; k < taps; ++k) {
+      const __m512 v = load16(src + corner + offsets[k]);
+      const __mmask16 greater = _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ);  // a NaN is never greater
+      best = _mm512_mask_mov_ps(best, greater, v);
+      place = _mm512_mask_mov_epi32(place, greater, _mm512_set1_epi32(static_cast<int32_t>(k)));
     }
+    store16(dst + out, best);
+    if (argmax) _mm_storeu_si128(reinterpret_cast<__m128i*>(argmax + out), _mm512_cvtepi32_epi8(place));
+  });
 }
 
-template <bool Bf16>
-[[gnu::always_inline]] inline void backward(const PoolLoops& p, const void* diff_dst, const uint8_t* argmax,
-                                            void* diff_src) {
-  const int64_t covered_rows = p.out_rows * p.stride_rows, covered_columns = p.out_columns * p.stride_columns;
-  const bool tiled = p.stride_rows == p.kernel_rows && p.stride_columns == p.kernel_columns &&
-                     covered_rows == p.rows && covered_columns == p.columns;
-  for (int64_t n = 0; n < p.examples; ++n)
-    for (int64_t g = 0; g < p.groups; ++g) {
-      const int64_t in0 = n * p.in_example + g * p.in_group, out0 = n * p.out_example + g * p.out_group;
-      if (!tiled)  // the positions no window covers
-        for (int64_t h = 0; h < p.rows; ++h)
-          for (int64_t w = 0; w < p.columns; ++w)
-            if (h >= covered_rows || h % p.stride_rows >= p.kernel_rows || w >= covered_columns ||
-                w % p.stride_columns >= p.kernel_columns)
-              store<Bf16>(diff_src, in0 + (h * p.columns + w) * p.in_position, F16{});
-      for (int64_t oh = 0; oh < p.out_rows; ++oh)
-        for (int64_t ow = 0; ow < p.out_columns; ++ow) {
-          const int64_t out = out0 + (oh * p.out_columns + ow) * p.out_position;
-          const F16 dy = load<Bf16>(diff_dst, out);
-          B16 bytes;
-          std::memcpy(&bytes, argmax + out, sizeof bytes);
-          const I16 place = __builtin_convertvector(bytes, I16);
-          const int64_t corner = in0 + (oh * p.stride_rows * p.columns + ow * p.stride_columns) * p.in_position;
-          for (int64_t kh = 0; kh < p.kernel_rows; ++kh)
-            for (int64_t kw = 0; kw < p.kernel_columns; ++kw) {
-              const I16 here = place == static_cast<int32_t>(kh * p.kernel_columns + kw);
-              store<Bf16>(diff_src, corner + (kh * p.columns + kw) * p.in_position, here ? dy : F16{});
-            }
-        }
-    }
+// The gradient moves as bits: where a window's argmax is, diff_dst's 16 values; elsewhere zero.
+inline void scatter16(const float* dy, const uint8_t* places, int64_t k, float* at) {
+  const __m512i place = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(places)));
+  const __mmask16 here = _mm512_cmpeq_epi32_mask(place, _mm512_set1_epi32(static_cast<int32_t>(k)));
+  _mm512_storeu_ps(at, _mm512_maskz_mov_ps(here, _mm512_loadu_ps(dy)));
+}
+inline void scatter16(const uint16_t* dy, const uint8_t* places, int64_t k, uint16_t* at) {
+  const __m256i place = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(places)));
+  const __mmask16 here = _mm256_cmpeq_epi16_mask(place, _mm256_set1_epi16(static_cast<int16_t>(k)));
+  const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dy));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), _mm256_maskz_mov_epi16(here, d));
 }
 
-// The loops are built for AVX-512 only: elsewhere oneDNN lays float32 channels out in runs of 8, which they do not
-// read, and bf16 training needs AVX-512. `ONEDNN_MAX_CPU_ISA` below AVX-512 turns them off as it caps oneDNN.
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void forward_f32(const PoolLoops& p, const void* s,
-                                                                              void* d, uint8_t* a) {
-  forward<false>(p, s, d, a);
+template <class T>
+inline void backward(const PoolLoops& p, const T* diff_dst, const uint8_t* argmax, T* diff_src) {
+  const Walk w(p);
+  const int64_t rows = p.rows, columns = p.columns;
+  const int64_t covered_rows = w.out_rows * w.stride_rows, covered_columns = w.out_columns * w.stride_columns;
+  const bool tiled = w.stride_rows == w.kernel_rows && w.stride_columns == w.kernel_columns &&
+                     covered_rows == rows && covered_columns == columns;
+  if (!tiled)  // the positions no window covers
+    for (int64_t n = 0; n < w.examples; ++n)
+      for (int64_t g = 0; g < w.groups; ++g)
+        for (int64_t h = 0; h < rows; ++h)
+          for (int64_t c = 0; c < columns; ++c)
+            if (h >= covered_rows || h % w.stride_rows >= w.kernel_rows || c >= covered_columns ||
+                c % w.stride_columns >= w.kernel_columns)
+              std::memset(diff_src + n * w.in_example + g * w.in_group + (h * columns + c) * w.in_position, 0,
+                          16 * sizeof(T));
+  int64_t offsets[255];
+  const int taps = w.taps(offsets);
+  w.each_window([&](int64_t corner, int64_t out) [[gnu::always_inline]] {
+    for (int k = 0; k < taps; ++k) scatter16(diff_dst + out, argmax + out, k, diff_src + corner + offsets[k]);
+  });
 }
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void forward_bf16(const PoolLoops& p, const void* s,
-                                                                               void* d, uint8_t* a) {
-  forward<true>(p, s, d, a);
+
+void forward_f32(const PoolLoops& p, const void* s, void* d, uint8_t* a) {
+  forward(p, static_cast<const float*>(s), static_cast<float*>(d), a);
 }
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void backward_f32(const PoolLoops& p, const void* dd,
-                                                                               const uint8_t* a, void* ds) {
-  backward<false>(p, dd, a, ds);
+void forward_bf16(const PoolLoops& p, const void* s, void* d, uint8_t* a) {
+  forward(p, static_cast<const uint16_t*>(s), static_cast<uint16_t*>(d), a);
 }
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void backward_bf16(const PoolLoops& p,
-                                                                                const void* dd, const uint8_t* a,
-                                                                                void* ds) {
-  backward<true>(p, dd, a, ds);
+void backward_f32(const PoolLoops& p, const void* dd, const uint8_t* a, void* ds) {
+  backward(p, static_cast<const float*>(dd), a, static_cast<float*>(ds));
 }
+void backward_bf16(const PoolLoops& p, const void* dd, const uint8_t* a, void* ds) {
+  backward(p, static_cast<const uint16_t*>(dd), a, static_cast<uint16_t*>(ds));
+}
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
 
 bool avx512_allowed() {
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
