@@ -66,6 +66,7 @@ inline void store16(uint16_t* p, __m512 v) {
 template <class T>
 inline void forward(const PoolLoops& p, const T* src, T* dst, uint8_t* argmax) {
   const Walk w(p);
+  const bool relu = p.relu;
   int64_t offsets[255];
   const int taps = w.taps(offsets);
   w.each_window([&](int64_t corner, int64_t out) [[gnu::always_inline]] {
@@ -77,26 +78,28 @@ inline void forward(const PoolLoops& p, const T* src, T* dst, uint8_t* argmax) {
       best = _mm512_mask_mov_ps(best, greater, v);
       place = _mm512_mask_mov_epi32(place, greater, _mm512_set1_epi32(static_cast<int32_t>(k)));
     }
+    if (relu) best = _mm512_max_ps(best, _mm512_setzero_ps());  // NaN and -0 give the second operand, +0
     store16(dst + out, best);
     if (argmax) _mm_storeu_si128(reinterpret_cast<__m128i*>(argmax + out), _mm512_cvtepi32_epi8(place));
   });
 }
 
-// The gradient moves as bits: where a window's argmax is, diff_dst's 16 values; elsewhere zero.
-inline void scatter16(const float* dy, const uint8_t* places, int64_t k, float* at) {
+// The gradient moves as bits: where a window's argmax is (and, with `passes`, the relu let it through), diff_dst's
+// 16 values; elsewhere zero.
+inline void scatter16(const float* dy, const uint8_t* places, int64_t k, __mmask16 passes, float* at) {
   const __m512i place = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(places)));
-  const __mmask16 here = _mm512_cmpeq_epi32_mask(place, _mm512_set1_epi32(static_cast<int32_t>(k)));
+  const __mmask16 here = _mm512_mask_cmpeq_epi32_mask(passes, place, _mm512_set1_epi32(static_cast<int32_t>(k)));
   _mm512_storeu_ps(at, _mm512_maskz_mov_ps(here, _mm512_loadu_ps(dy)));
 }
-inline void scatter16(const uint16_t* dy, const uint8_t* places, int64_t k, uint16_t* at) {
+inline void scatter16(const uint16_t* dy, const uint8_t* places, int64_t k, __mmask16 passes, uint16_t* at) {
   const __m256i place = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(places)));
-  const __mmask16 here = _mm256_cmpeq_epi16_mask(place, _mm256_set1_epi16(static_cast<int16_t>(k)));
+  const __mmask16 here = _mm256_mask_cmpeq_epi16_mask(passes, place, _mm256_set1_epi16(static_cast<int16_t>(k)));
   const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(dy));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(at), _mm256_maskz_mov_epi16(here, d));
 }
 
 template <class T>
-inline void backward(const PoolLoops& p, const T* diff_dst, const uint8_t* argmax, T* diff_src) {
+inline void backward(const PoolLoops& p, const T* dst, const T* diff_dst, const uint8_t* argmax, T* diff_src) {
   const Walk w(p);
   const int64_t rows = p.rows, columns = p.columns;
   const int64_t covered_rows = w.out_rows * w.stride_rows, covered_columns = w.out_columns * w.stride_columns;
@@ -113,8 +116,12 @@ inline void backward(const PoolLoops& p, const T* diff_dst, const uint8_t* argma
                           16 * sizeof(T));
   int64_t offsets[255];
   const int taps = w.taps(offsets);
+  const bool relu = p.relu;
   w.each_window([&](int64_t corner, int64_t out) [[gnu::always_inline]] {
-    for (int k = 0; k < taps; ++k) scatter16(diff_dst + out, argmax + out, k, diff_src + corner + offsets[k]);
+    // The relu's backward: y > 0 is false for NaN, +0 and what is negative.
+    const __mmask16 passes = relu ? _mm512_cmp_ps_mask(load16(dst + out), _mm512_setzero_ps(), _CMP_GT_OQ) : 0xFFFF;
+    for (int k = 0; k < taps; ++k)
+      scatter16(diff_dst + out, argmax + out, k, passes, diff_src + corner + offsets[k]);
   });
 }
 
@@ -124,11 +131,11 @@ void forward_f32(const PoolLoops& p, const void* s, void* d, uint8_t* a) {
 void forward_bf16(const PoolLoops& p, const void* s, void* d, uint8_t* a) {
   forward(p, static_cast<const uint16_t*>(s), static_cast<uint16_t*>(d), a);
 }
-void backward_f32(const PoolLoops& p, const void* dd, const uint8_t* a, void* ds) {
-  backward(p, static_cast<const float*>(dd), a, static_cast<float*>(ds));
+void backward_f32(const PoolLoops& p, const void* d, const void* dd, const uint8_t* a, void* ds) {
+  backward(p, static_cast<const float*>(d), static_cast<const float*>(dd), a, static_cast<float*>(ds));
 }
-void backward_bf16(const PoolLoops& p, const void* dd, const uint8_t* a, void* ds) {
-  backward(p, static_cast<const uint16_t*>(dd), a, static_cast<uint16_t*>(ds));
+void backward_bf16(const PoolLoops& p, const void* d, const void* dd, const uint8_t* a, void* ds) {
+  backward(p, static_cast<const uint16_t*>(d), static_cast<const uint16_t*>(dd), a, static_cast<uint16_t*>(ds));
 }
 
 #pragma GCC diagnostic pop
@@ -214,9 +221,10 @@ void max_pool_forward(const PoolLoops& p, const void* src, void* dst, uint8_t* a
   forward_f32(p, src, dst, argmax);
 }
 
-void max_pool_backward(const PoolLoops& p, const void* diff_dst, const uint8_t* argmax, void* diff_src) {
-  if (p.type == dt::bf16) return backward_bf16(p, diff_dst, argmax, diff_src);
-  backward_f32(p, diff_dst, argmax, diff_src);
+void max_pool_backward(const PoolLoops& p, const void* dst, const void* diff_dst, const uint8_t* argmax,
+                       void* diff_src) {
+  if (p.type == dt::bf16) return backward_bf16(p, dst, diff_dst, argmax, diff_src);
+  backward_f32(p, dst, diff_dst, argmax, diff_src);
 }
 
 }  // namespace onednn

@@ -26,6 +26,9 @@ struct PoolLoops {
   int64_t kernel_rows = 0, kernel_columns = 0, stride_rows = 0, stride_columns = 0;
   int64_t in_example = 0, in_group = 0, in_position = 0;
   int64_t out_example = 0, out_group = 0, out_position = 0;
+  // A relu on the pooled values, in the same pass: what is not positive becomes +0 (NaN and -0 included), and its
+  // backward passes the gradient only where the pooled output is positive.
+  bool relu = false;
   size_t argmax_bytes() const;  // one byte per output value, padding included
 };
 
@@ -39,7 +42,9 @@ std::optional<PoolLoops> max_pool_loops(const md& src, const md& dst, const dnnl
 // dst = the maximum of each window, argmax = its place in the window (row-major; the first of equal maxima), unless
 // argmax is null (inference). On the calling thread.
 void max_pool_forward(const PoolLoops& p, const void* src, void* dst, uint8_t* argmax);
-// diff_src = diff_dst at each window's argmax, zero elsewhere (positions no window covers included).
-void max_pool_backward(const PoolLoops& p, const void* diff_dst, const uint8_t* argmax, void* diff_src);
+// diff_src = diff_dst at each window's argmax, zero elsewhere (positions no window covers included). With a relu,
+// `dst` is what forward wrote, and diff_dst counts only where it is positive.
+void max_pool_backward(const PoolLoops& p, const void* dst, const void* diff_dst, const uint8_t* argmax,
+                       void* diff_src);
 
 }  // namespace onednn

@@ -81,6 +81,7 @@ std::optional<ChunkMaxPool> chunk_max_pool(const NodeSpec& pool, const LayerBuil
       return std::nullopt;
     p.relu = relu;
     p.loops = max_pool_loops(conv_chunk, pooled, kernel, strides, pad_l, pad_r);
+    if (p.loops) p.loops->relu = relu;
     if (!b.backward()) return p;
     p.backward = dnnl::pooling_backward::primitive_desc(
         {dnnl::algorithm::pooling_max, conv_chunk, pooled, strides, kernel, pad_l, pad_r}, b.attr(), b.engine(),

@@ -25,7 +25,7 @@ struct ChunkMaxPool {
   dnnl::pooling_backward::primitive_desc backward;  // a training plan's
   // Our own loops (max_pool_loops.hpp) where the layouts and the windows suit them: oneDNN's kernel was the slower.
   std::optional<PoolLoops> loops;
-  bool relu = false;  // the convolution's relu, run on the pooled chunk
+  bool relu = false;  // the convolution's relu, run on the pooled chunk (by `loops` where they run the pool)
   // A chunk's argmax positions, kept from forward for backward; empty in inference.
   md workspace_desc() const;
 };

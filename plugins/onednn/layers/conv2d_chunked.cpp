@@ -272,7 +272,7 @@ class ChunkedConv2D : public Layer {
                          workspace ? static_cast<uint8_t*>(lane.workspace.get_data_handle()) : nullptr);
       else
         Exec::run_on(lane.stream, pool_forward_, lane.pool_forward_args);
-      if (relu_after_pool_) relu_in_place(lane.pooled.get_data_handle(), pooled_bytes_, compute_type_);
+      if (relu_after_pool_ && !pool_loops_) relu_in_place(lane.pooled.get_data_handle(), pooled_bytes_, compute_type_);
     });
     if (!pooled_) act_.forward(exec);
   }
@@ -301,11 +301,11 @@ class ChunkedConv2D : public Layer {
         lane.pooled_diff.set_data_handle(diff + c * pooled_bytes_);
         lane.pooled.set_data_handle(pooled + c * pooled_bytes_);
         if (workspace) lane.workspace.set_data_handle(workspace + c * workspace_bytes_);
-        if (relu_after_pool_)
+        if (relu_after_pool_ && !pool_loops_)
           relu_backward_in_place(lane.pooled.get_data_handle(), lane.pooled_diff.get_data_handle(), pooled_bytes_,
                                  compute_type_);
         if (pool_loops_)
-          max_pool_backward(*pool_loops_, lane.pooled_diff.get_data_handle(),
+          max_pool_backward(*pool_loops_, lane.pooled.get_data_handle(), lane.pooled_diff.get_data_handle(),
                             static_cast<const uint8_t*>(lane.workspace.get_data_handle()),
                             lane.dst.get_data_handle());
         else
