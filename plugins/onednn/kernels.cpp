@@ -59,11 +59,17 @@ void add_floats(float* dst, const float* src, size_t n) {
   for (int64_t i = 0; i < m; ++i) dst[i] += src[i];
 }
 
+// Tested on the bits (an exponent of all ones is an infinity or a NaN) so that the loop vectorises: std::isfinite
+// kept it scalar, about 1.5 % of the CNN's bf16 step (perf, the 2-vCPU Xeon).
 bool all_finite(const float* x, size_t n) {
   const int64_t m = static_cast<int64_t>(n);
-  int bad = 0;
-#pragma omp parallel for reduction(| : bad) if (n >= kParallelMin) schedule(dynamic, kElementsPerHandout)
-  for (int64_t i = 0; i < m; ++i) bad |= !std::isfinite(x[i]);
+  uint32_t bad = 0;
+#pragma omp parallel for simd reduction(| : bad) if (n >= kParallelMin) schedule(dynamic, kElementsPerHandout)
+  for (int64_t i = 0; i < m; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    bad |= (bits & 0x7F800000u) == 0x7F800000u;
+  }
   return bad == 0;
 }
 
