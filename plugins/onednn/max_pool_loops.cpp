@@ -60,7 +60,8 @@ inline __m512 load16(const uint16_t* p) {
 // Stores what load16 gave (for bf16 the upper half is the value itself, exactly).
 inline void store16(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
 inline void store16(uint16_t* p, __m512 v) {
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16)));
+  const __m256i upper = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(v), 16));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), upper);
 }
 
 template <class T>
@@ -105,15 +106,19 @@ inline void backward(const PoolLoops& p, const T* dst, const T* diff_dst, const 
   const int64_t covered_rows = w.out_rows * w.stride_rows, covered_columns = w.out_columns * w.stride_columns;
   const bool tiled = w.stride_rows == w.kernel_rows && w.stride_columns == w.kernel_columns &&
                      covered_rows == rows && covered_columns == columns;
-  if (!tiled)  // the positions no window covers
+  // The positions no window covers. The phases are position % stride, counted: a division per position was
+  // nearly half of this loop's time on the CNN's 11 x 11 map.
+  auto next = [](int64_t phase, int64_t stride) { return phase + 1 == stride ? 0 : phase + 1; };
+  if (!tiled)
     for (int64_t n = 0; n < w.examples; ++n)
       for (int64_t g = 0; g < w.groups; ++g)
-        for (int64_t h = 0; h < rows; ++h)
-          for (int64_t c = 0; c < columns; ++c)
-            if (h >= covered_rows || h % w.stride_rows >= w.kernel_rows || c >= covered_columns ||
-                c % w.stride_columns >= w.kernel_columns)
-              std::memset(diff_src + n * w.in_example + g * w.in_group + (h * columns + c) * w.in_position, 0,
-                          16 * sizeof(T));
+        for (int64_t h = 0, row_phase = 0; h < rows; ++h, row_phase = next(row_phase, w.stride_rows)) {
+          T* row = diff_src + n * w.in_example + g * w.in_group + h * columns * w.in_position;
+          const bool open_row = h >= covered_rows || row_phase >= w.kernel_rows;
+          for (int64_t c = 0, phase = 0; c < columns; ++c, phase = next(phase, w.stride_columns))
+            if (open_row || c >= covered_columns || phase >= w.kernel_columns)
+              std::memset(row + c * w.in_position, 0, 16 * sizeof(T));
+        }
   int64_t offsets[255];
   const int taps = w.taps(offsets);
   const bool relu = p.relu;
