@@ -28,6 +28,7 @@ namespace {
 // The primitives of one chunk, built before anything of the layer is, so that a convolution they do not suit
 // leaves the builder untouched for conv2d.cpp's layer.
 struct ChunkConvPrimitives {
+  dt type = dt::f32;  // what the convolution computes in: the plan's compute type, or float32 (float32_stem)
   int64_t examples = 0, chunks = 0;
   dnnl::convolution_forward::primitive_desc forward;
   dnnl::convolution_backward_weights::primitive_desc weights;  // a training plan's
@@ -60,14 +61,23 @@ std::optional<dnnl::convolution_backward_weights::primitive_desc> f32_winograd_w
   }
 }
 
+// Whether a bf16 convolution with a fused max pool computes in float32: one that reads a single channel (an image's
+// stem). oneDNN 2.6's bf16 kernels for one input channel are its slowest (on the AMX Xeon the CNN's stem took
+// about a sixth of the bf16 step, forward and backward-weights, in perf; in float32 about a third of that), and the
+// pool shrinks the map fourfold before the next layer's edge turns it into bf16.
+bool float32_stem(const ConvGeometry& g, const LayerBuilder& b) {
+  return b.compute_type() == dt::bf16 && g.C == 1 && g.G == 1;
+}
+
 std::optional<ChunkConvPrimitives> chunk_conv_primitives(const NodeSpec& node, const LayerBuilder& b,
-                                                         const ConvGeometry& g, const PostActivation& act) {
+                                                         const ConvGeometry& g, const PostActivation& act,
+                                                         dt type) {
   ChunkConvPrimitives p;
+  p.type = type;
   p.examples = chunk_examples(b.batch(), b.threads());
   if (p.examples == 0) return std::nullopt;
   p.chunks = b.batch() / p.examples;
   const int64_t M = p.examples, C = g.C, F = g.F;
-  const dt type = b.compute_type();
   const bool use_bias = node.attr_bool("use_bias", true);
   const md bias_md = use_bias ? row_major_md({F}) : md();
   const dnnl::memory::dims wdims = hwio_kernel_md(g.kernel[0], g.kernel[1], C, F, g.G, dt::f32).dims();
@@ -136,7 +146,7 @@ class ChunkedConv2D : public Layer {
   ChunkedConv2D(const NodeSpec& node, LayerBuilder& b, const ConvGeometry& g, PostActivation act,
                 const ChunkConvPrimitives& p, const std::optional<ChunkMaxPool>& pool = std::nullopt)
       : act_(std::move(act)), pooled_(pool.has_value()), relu_after_pool_(pool && pool->relu),
-        compute_type_(b.compute_type()), chunks_(p.chunks), lanes_(static_cast<size_t>(b.threads())) {
+        compute_type_(p.type), chunks_(p.chunks), lanes_(static_cast<size_t>(b.threads())) {
     const int64_t N = b.batch(), C = g.C, F = g.F;
     b.check_shape(Shape{g.OH, g.OW, F});
     Param& kernel = b.param("kernel", Shape{g.kernel[0], g.kernel[1], C / g.G, F});
@@ -431,7 +441,7 @@ std::unique_ptr<Layer> make_chunked_conv2d(const NodeSpec& node, LayerBuilder& b
   if (node.op != "conv2d" || b.input_count() != 1 || b.input(0).shape.size() != 3) return nullptr;
   const ConvGeometry g = conv_geometry(node, b.input(0).shape);
   PostActivation act(activation_spec(node.attr_string("activation", "linear"), node));
-  const auto primitives = chunk_conv_primitives(node, b, g, act);
+  const auto primitives = chunk_conv_primitives(node, b, g, act, b.compute_type());
   if (!primitives) return nullptr;
   return std::make_unique<ChunkedConv2D>(node, b, g, std::move(act), *primitives);
 }
@@ -442,7 +452,8 @@ std::unique_ptr<Layer> make_conv2d_max_pool(const NodeSpec& node, LayerBuilder& 
   if (activation != "relu" && activation != "linear") return nullptr;  // only a relu commutes with the max
   const ConvGeometry g = conv_geometry(node, b.input(0).shape);
   const PostActivation linear(activation_spec("linear", node));  // a relu runs after the pool
-  const auto primitives = chunk_conv_primitives(node, b, g, linear);
+  const auto primitives =
+      chunk_conv_primitives(node, b, g, linear, float32_stem(g, b) ? dt::f32 : b.compute_type());
   if (!primitives) return nullptr;
   const auto pool = chunk_max_pool(*b.fused_pool(), b, Shape{g.OH, g.OW, g.F}, primitives->forward.dst_desc(),
                                    activation == "relu");
