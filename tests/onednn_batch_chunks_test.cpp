@@ -112,6 +112,12 @@ ChunkStepResult two_chunk_steps(const json& config, const char* precision,
 
 // What the cpu backend's plans fused away, by its debug line as it compiles `g` (a training plan for batch 32) on
 // two threads.
+// Whether the CPU has the AVX-512 that bf16 training and the chunks' own pool loops need.
+bool cpu_has_avx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+}
+
 // Whether the CPU has AMX for bf16 (CPUID leaf 7: EDX bit 22), which oneDNN uses where the kernel allows it.
 bool cpu_has_amx_bf16() {
   unsigned a = 0, b = 0, c = 0, d = 0;
@@ -373,8 +379,7 @@ TEST(OnednnBatchChunks, ATappedConvolutionBeforeAPoolIsStillSeen) {
 // chunks of 16, and no relu passes over a whole unpooled map. On AVX-512 the pools are our own loops
 // (max_pool_loops.hpp), which oneDNN's verbose log does not show: there no pooling primitive runs at all.
 TEST(OnednnBatchChunks, TheCnnsPoolsRunInTheirConvolutionsChunks) {
-  const bool own_loops = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  const bool own_loops = cpu_has_avx512();
   int chunked = 0, chunked_convolutions = 0;
   std::string whole;
   // float32: every CPU runs it (bf16 needs AVX-512).
@@ -417,8 +422,7 @@ TEST(OnednnBatchChunks, TheCnnsInputGradientIsWinogradTilesAndABorder) {
 // The same CNN in mixed_bfloat16: its stem (one input channel, pooled in its chunks) convolves in float32, forward
 // and backward-weights, where oneDNN's bf16 kernels for one channel are slow; the second convolution in bf16.
 TEST(OnednnBatchChunks, TheCnnsStemComputesInFloat32UnderMixedBfloat16) {
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
+  if (!cpu_has_avx512())
     GTEST_SKIP() << "this CPU cannot run mixed_bfloat16 (no AVX-512)";
   int stem_f32 = 0, second_bf16 = 0;
   std::string stem_other;
@@ -439,8 +443,7 @@ TEST(OnednnBatchChunks, TheCnnsStemComputesInFloat32UnderMixedBfloat16) {
 // bf16 (not AMX's, not the emulation on plain AVX-512), the second convolution's weight gradient is float32
 // Winograd on float32 copies of each chunk.
 TEST(OnednnBatchChunks, TheCnnsBf16WeightGradientIsFloat32WinogradWithoutAmx) {
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
-      !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq"))
+  if (!cpu_has_avx512())
     GTEST_SKIP() << "this CPU cannot run mixed_bfloat16 (no AVX-512)";
   if (!__builtin_cpu_supports("avx512bf16"))
     GTEST_SKIP() << "oneDNN emulates bf16 on this CPU: the float32 weight gradient is for its native bf16 kernel";

@@ -20,36 +20,28 @@ namespace {
 #pragma GCC diagnostic ignored "-Wpsabi"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
-// The geometry in locals: the loops' stores could otherwise alias a PoolLoops and make the compiler read it again.
-struct Walk {
-  int64_t examples, groups, columns, out_rows, out_columns, kernel_rows, kernel_columns, stride_rows, stride_columns;
-  int64_t in_example, in_group, in_position, out_example, out_group, out_position;
-  explicit Walk(const PoolLoops& p)
-      : examples(p.examples), groups(p.groups), columns(p.columns), out_rows(p.out_rows), out_columns(p.out_columns),
-        kernel_rows(p.kernel_rows), kernel_columns(p.kernel_columns), stride_rows(p.stride_rows),
-        stride_columns(p.stride_columns), in_example(p.in_example), in_group(p.in_group),
-        in_position(p.in_position), out_example(p.out_example), out_group(p.out_group),
-        out_position(p.out_position) {}
-  // Calls window(corner, out) for every output run: the input offset of its window's first value and its own.
-  template <class Window>
-  [[gnu::always_inline]] void each_window(Window&& window) const {
-    for (int64_t n = 0; n < examples; ++n)
-      for (int64_t g = 0; g < groups; ++g) {
-        const int64_t in0 = n * in_example + g * in_group, out0 = n * out_example + g * out_group;
-        for (int64_t oh = 0; oh < out_rows; ++oh)
-          for (int64_t ow = 0; ow < out_columns; ++ow)
-            window(in0 + (oh * stride_rows * columns + ow * stride_columns) * in_position,
-                   out0 + (oh * out_columns + ow) * out_position);
-      }
-  }
-  // The offsets of a window's values (row-major) from its first; windows hold at most 255.
-  int taps(int64_t* offsets) const {
-    int k = 0;
-    for (int64_t kh = 0; kh < kernel_rows; ++kh)
-      for (int64_t kw = 0; kw < kernel_columns; ++kw) offsets[k++] = (kh * columns + kw) * in_position;
-    return k;
-  }
-};
+// Calls window(corner, out) for every output run: the input offset of its window's first value and its own.
+// The loops below walk a local copy of their PoolLoops: their stores could otherwise alias the caller's and make
+// the compiler read the geometry again at every step.
+template <class Window>
+[[gnu::always_inline]] inline void each_window(const PoolLoops& w, Window&& window) {
+  for (int64_t n = 0; n < w.examples; ++n)
+    for (int64_t g = 0; g < w.groups; ++g) {
+      const int64_t in0 = n * w.in_example + g * w.in_group, out0 = n * w.out_example + g * w.out_group;
+      for (int64_t oh = 0; oh < w.out_rows; ++oh)
+        for (int64_t ow = 0; ow < w.out_columns; ++ow)
+          window(in0 + (oh * w.stride_rows * w.columns + ow * w.stride_columns) * w.in_position,
+                 out0 + (oh * w.out_columns + ow) * w.out_position);
+    }
+}
+
+// The offsets of a window's values (row-major) from its first; windows hold at most 255.
+inline int window_offsets(const PoolLoops& w, int64_t* offsets) {
+  int k = 0;
+  for (int64_t kh = 0; kh < w.kernel_rows; ++kh)
+    for (int64_t kw = 0; kw < w.kernel_columns; ++kw) offsets[k++] = (kh * w.columns + kw) * w.in_position;
+  return k;
+}
 
 // 16 values as float32: bf16 widened exactly (its bits are float32's upper half).
 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
@@ -66,11 +58,10 @@ inline void store16(uint16_t* p, __m512 v) {
 
 template <class T>
 inline void forward(const PoolLoops& p, const T* src, T* dst, uint8_t* argmax) {
-  const Walk w(p);
-  const bool relu = p.relu;
+  const PoolLoops w = p;
   int64_t offsets[255];
-  const int taps = w.taps(offsets);
-  w.each_window([&](int64_t corner, int64_t out) [[gnu::always_inline]] {
+  const int taps = window_offsets(w, offsets);
+  each_window(w, [&](int64_t corner, int64_t out) [[gnu::always_inline]] {
     __m512 best = load16(src + corner);
     __m512i place = _mm512_setzero_si512();
     for (int k = 1; k < taps; ++k) {
@@ -79,7 +70,7 @@ inline void forward(const PoolLoops& p, const T* src, T* dst, uint8_t* argmax) {
       best = _mm512_mask_mov_ps(best, greater, v);
       place = _mm512_mask_mov_epi32(place, greater, _mm512_set1_epi32(static_cast<int32_t>(k)));
     }
-    if (relu) best = _mm512_max_ps(best, _mm512_setzero_ps());  // NaN and -0 give the second operand, +0
+    if (w.relu) best = _mm512_max_ps(best, _mm512_setzero_ps());  // NaN and -0 give the second operand, +0
     store16(dst + out, best);
     if (argmax) _mm_storeu_si128(reinterpret_cast<__m128i*>(argmax + out), _mm512_cvtepi32_epi8(place));
   });
@@ -101,8 +92,8 @@ inline void scatter16(const uint16_t* dy, const uint8_t* places, int64_t k, __mm
 
 template <class T>
 inline void backward(const PoolLoops& p, const T* dst, const T* diff_dst, const uint8_t* argmax, T* diff_src) {
-  const Walk w(p);
-  const int64_t rows = p.rows, columns = p.columns;
+  const PoolLoops w = p;
+  const int64_t rows = w.rows, columns = w.columns;
   const int64_t covered_rows = w.out_rows * w.stride_rows, covered_columns = w.out_columns * w.stride_columns;
   const bool tiled = w.stride_rows == w.kernel_rows && w.stride_columns == w.kernel_columns &&
                      covered_rows == rows && covered_columns == columns;
@@ -120,11 +111,10 @@ inline void backward(const PoolLoops& p, const T* dst, const T* diff_dst, const 
               std::memset(row + c * w.in_position, 0, 16 * sizeof(T));
         }
   int64_t offsets[255];
-  const int taps = w.taps(offsets);
-  const bool relu = p.relu;
-  w.each_window([&](int64_t corner, int64_t out) [[gnu::always_inline]] {
+  const int taps = window_offsets(w, offsets);
+  each_window(w, [&](int64_t corner, int64_t out) [[gnu::always_inline]] {
     // The relu's backward: y > 0 is false for NaN, +0 and what is negative.
-    const __mmask16 passes = relu ? _mm512_cmp_ps_mask(load16(dst + out), _mm512_setzero_ps(), _CMP_GT_OQ) : 0xFFFF;
+    const __mmask16 passes = w.relu ? _mm512_cmp_ps_mask(load16(dst + out), _mm512_setzero_ps(), _CMP_GT_OQ) : 0xFFFF;
     for (int k = 0; k < taps; ++k)
       scatter16(diff_dst + out, argmax + out, k, passes, diff_src + corner + offsets[k]);
   });
@@ -177,8 +167,6 @@ std::optional<std::array<int64_t, 3>> run_strides(const md& desc) {
 }
 
 }  // namespace
-
-size_t PoolLoops::argmax_bytes() const { return static_cast<size_t>(examples * out_example); }
 
 std::optional<PoolLoops> max_pool_loops(const md& src, const md& dst, const dnnl::memory::dims& kernel,
                                         const dnnl::memory::dims& strides, const dnnl::memory::dims& pad_l,

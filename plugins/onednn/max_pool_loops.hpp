@@ -18,7 +18,8 @@ namespace onednn {
 
 // One chunk's pool: the geometry and where a value lies. Value (example n, channel c, row h, column w) is at
 // n * example + (c / 16) * group + (h * columns + w) * position + c % 16 elements from the buffer's start, the
-// input with its own strides and sizes, the output with its own; the argmax bytes lie as the output's values do.
+// input with its own strides and sizes, the output with its own; the argmax bytes lie as the output's values do
+// (out_example bytes an example, padding included).
 struct PoolLoops {
   dt type = dt::f32;
   int64_t examples = 0, groups = 0;
@@ -29,7 +30,6 @@ struct PoolLoops {
   // A relu on the pooled values, in the same pass: what is not positive becomes +0 (NaN and -0 included), and its
   // backward passes the gradient only where the pooled output is positive.
   bool relu = false;
-  size_t argmax_bytes() const;  // one byte per output value, padding included
 };
 
 // The loops for pooling `src` into `dst` (a chunk's [N, C, H, W] descriptors), or nothing where they do not

@@ -57,7 +57,7 @@ void relu_backward_in_place(const void* relu_out, void* diff, size_t bytes, dt t
 md ChunkMaxPool::workspace_desc() const {
   if (!loops) return forward.workspace_desc();
   if (forward.workspace_desc().get_size() == 0) return md();  // inference keeps no argmax
-  return md({loops->examples, static_cast<int64_t>(loops->argmax_bytes()) / loops->examples}, dt::u8, tag::ab);
+  return md({loops->examples, loops->out_example}, dt::u8, tag::ab);  // a byte per pooled value, as they lie
 }
 
 std::optional<ChunkMaxPool> chunk_max_pool(const NodeSpec& pool, const LayerBuilder& b, const Shape& conv_shape,
