@@ -92,10 +92,9 @@ class LayerBuilder {
     fused_activation_ = std::move(fused_activation);
     fused_pool_ = fused_pool;
   }
-  // The activation the layer must apply to its output, or "" (only a batch_norm is asked to, and only for relu and,
-  // in float32, relu6: Plan's batch_norm_activation_pairs).
+  // The activation the layer must apply to its output, or "" (only a batch_norm is asked to, and only for relu and
+  // relu6: Plan's batch_norm_activation_pairs).
   const std::string& fused_activation() const { return fused_activation_; }
-  bool relu_follows() const { return fused_activation_ == "relu"; }
   // The max_pool the layer must apply to its output, or null (only a conv2d is asked to: Plan's
   // conv_max_pool_pairs).
   const NodeSpec* fused_pool() const { return fused_pool_; }

@@ -61,17 +61,15 @@ std::map<size_t, size_t> sole_readers(const Graph& graph, const std::vector<std:
   return sole;
 }
 
-// batch_norm nodes whose one reader is a relu, or in float32 a relu6, and that activation: the pair runs as one
-// layer, which saves the activation's passes over memory forward and backward (about a tenth of a ResNet's step
-// for relu, through oneDNN's fuse_norm_relu; a fifth of a float32 MobileNet's for relu6, through our own kernels,
-// norm_clip.hpp).
-std::map<size_t, size_t> batch_norm_activation_pairs(const Graph& graph, const std::map<size_t, size_t>& sole,
-                                                     bool float32) {
+// batch_norm nodes whose one reader is a relu or a relu6, and that activation: the pair runs as one layer on our
+// own kernels (norm_clip.hpp), which saves the activation's passes over memory forward and backward (about a tenth
+// of a ResNet's step for relu, a fifth of a float32 MobileNet's for relu6).
+std::map<size_t, size_t> batch_norm_activation_pairs(const Graph& graph, const std::map<size_t, size_t>& sole) {
   std::map<size_t, size_t> pairs;
   for (const auto& [i, reader] : sole) {
     if (graph.nodes[i].op != "batch_norm" || graph.nodes[reader].op != "activation") continue;
     const std::string activation = graph.nodes[reader].attr_string("activation", "");
-    if (activation == "relu" || (activation == "relu6" && float32)) pairs[i] = reader;
+    if (activation == "relu" || activation == "relu6") pairs[i] = reader;
   }
   return pairs;
 }
@@ -129,7 +127,7 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
   cursor.take_recent();
 
   const std::map<size_t, size_t> sole = sole_readers(graph, kept);
-  const std::map<size_t, size_t> fused = batch_norm_activation_pairs(graph, sole, options.compute_type() == dt::f32);
+  const std::map<size_t, size_t> fused = batch_norm_activation_pairs(graph, sole);
   const std::map<size_t, size_t> pools = conv_max_pool_pairs(graph, sole);
   std::set<size_t> absorbed;  // activation (or pool) nodes whose batch norm (convolution) made their value
   for (const auto& [norm, activation] : fused) {

@@ -32,7 +32,6 @@ std::unique_ptr<Layer> make_add(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_softmax(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_dropout(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_batch_norm(const NodeSpec&, LayerBuilder&);
-std::unique_ptr<Layer> make_batch_norm_relu6(const NodeSpec&, LayerBuilder&);  // float32, relu6 fused
 std::unique_ptr<Layer> make_concat(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_dense_rows(const NodeSpec&, LayerBuilder&);
 std::unique_ptr<Layer> make_embedding(const NodeSpec&, LayerBuilder&);
