@@ -139,6 +139,16 @@ std::vector<Bf16Case> cases() {
                    .dense("fc", "flat", 576, 4)
                    .classifier("fc"),
                {6, 6, 16}, 4});
+  // d1's gradient is the sum of its two readers' (add_halves): 33 features a row, so the batch's values are no
+  // multiple of the 16 its vector loop takes at a time.
+  c.push_back({"fan_in_of_a_value_not_a_multiple_of_16",
+               Ir().input("x", {12})
+                   .dense("d1", "x", 12, 33, "tanh")
+                   .dense("d2", "d1", 33, 5)
+                   .dense("d3", "d1", 33, 5)
+                   .node("sum", "add", {"d2", "d3"}, {5})
+                   .classifier("sum"),
+               {12}, 5});
   c.push_back({"concat_of_two_branches",
                Ir().input("x", {5, 5, 3})
                    .conv("a", "x", 3, {5, 5, 8}, {{"filters", 8}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
