@@ -3,6 +3,7 @@
 #include "onednn_harness.hpp"
 #include "onednn_models.hpp"
 #include "gradient_check.hpp"
+#include "ramjet/plugin/log.hpp"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 #include <string>
 #include <utility>
@@ -209,6 +211,67 @@ TEST(OnednnGradients, ResidualAddWithFanOut) {
                .dense("fc", "gap", 4, 3)
                .classifier("fc");
   expect_gradients_match(g, batch_of({5, 5, 3}, 3, 3, 7), 3);
+}
+
+// A residual block's add with the relu (or relu6) that reads it: the plan fuses the pair (the activation becomes
+// the binary primitive's post-op, its backward works from the sum).
+json residual_add_then(const std::string& activation) {
+  return Ir()
+      .input("x", {5, 5, 3})
+      .conv("c1", "x", 3, {5, 5, 4}, {{"filters", 4}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
+      .conv("c2", "x", 3, {5, 5, 4}, {{"filters", 4}, {"kernel", {1, 1}}})
+      .node("sum", "add", {"c1", "c2"}, {5, 5, 4})
+      .node("act", "activation", {"sum"}, {5, 5, 4}, {{"activation", activation}})
+      .node("gap", "global_avg_pool", {"act"}, {4})
+      .dense("fc", "gap", 4, 3)
+      .classifier("fc");
+}
+
+TEST(OnednnGradients, ResidualAddWithItsActivationFused) {
+  for (const char* activation : {"relu", "relu6"}) {
+    SCOPED_TRACE(activation);
+    expect_gradients_match(residual_add_then(activation), batch_of({5, 5, 3}, 3, 3, 9), 3, scaled_params(1.5f));
+  }
+}
+
+// The fused pair against the add and the activation apart (a tap on the sum keeps its value, so the activation
+// runs as its own layer): the same step to float32's rounding; and the plan says it fused the pair.
+TEST(OnednnGradients, ResidualAddWithItsActivationFusedAgreesWithTheTwoApart) {
+  for (const char* activation : {"relu", "relu6"}) {
+    SCOPED_TRACE(activation);
+    const json g = residual_add_then(activation);
+    std::vector<float> logits[2];
+    std::map<std::string, std::vector<float>> grads[2];
+    for (int tapped = 0; tapped < 2; ++tapped) {
+      const ramjet_log_level before = ramjet::core::log_level();
+      ramjet::core::set_log_level(RAMJET_LOG_DEBUG);
+      testing::internal::CaptureStderr();
+      Harness h;
+      const Status compiled =
+          h.compile(g, {{"batch", 4}, {"precision", "float32"}, {"optimizer", {{"type", "sgd"}}}});
+      Example params = random_params(g, 41, 1.5f);
+      const bool set = h.set_state("parameters", params).ok();
+      TapLog log;
+      const bool tapped_ok = !tapped || h.set_taps(json::array({"sum"}), &record_tap, &log).ok();
+      Example batch = batch_of({5, 5, 3}, 4, 3, 42), out;
+      const bool stepped = h.forward(batch, out, true).ok() && h.backward().ok();
+      const std::string err = testing::internal::GetCapturedStderr();
+      ramjet::core::set_log_level(before);
+      ASSERT_TRUE(compiled.ok()) << compiled.message;
+      ASSERT_TRUE(set && tapped_ok && stepped);
+      // The training plan's log line names what it fused away; with the tap, the sum keeps its own value.
+      const size_t training = err.rfind("training");
+      ASSERT_NE(training, std::string::npos) << err;
+      const std::string line = err.substr(training, err.find('\n', training) - training);
+      EXPECT_EQ(line.find("fused into their readers: sum") != std::string::npos, tapped == 0) << line;
+      logits[tapped] = values(out, "fc");
+      Example g_out = h.state("gradients");
+      for (const char* name : {"c1/kernel", "c1/bias", "c2/kernel", "c2/bias", "fc/kernel"})
+        grads[tapped][name] = values(g_out, name);
+    }
+    EXPECT_LT(distance(logits[0], logits[1]), 1e-6);
+    for (const auto& [name, v] : grads[0]) EXPECT_LT(distance(v, grads[1].at(name)), 1e-5) << name;
+  }
 }
 
 TEST(OnednnGradients, AddOfInputAndLayer) {

@@ -92,8 +92,8 @@ class LayerBuilder {
     fused_activation_ = std::move(fused_activation);
     fused_pool_ = fused_pool;
   }
-  // The activation the layer must apply to its output, or "" (only a batch_norm is asked to, and only for relu and
-  // relu6: Plan's batch_norm_activation_pairs).
+  // The activation the layer must apply to its output, or "" (only a batch_norm or a two-input add is asked to, and
+  // only for relu and relu6: Plan's activation_pairs).
   const std::string& fused_activation() const { return fused_activation_; }
   // The max_pool the layer must apply to its output, or null (only a conv2d is asked to: Plan's
   // conv_max_pool_pairs).

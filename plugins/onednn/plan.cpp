@@ -61,13 +61,16 @@ std::map<size_t, size_t> sole_readers(const Graph& graph, const std::vector<std:
   return sole;
 }
 
-// batch_norm nodes whose one reader is a relu or a relu6, and that activation: the pair runs as one layer on our
-// own kernels (norm_clip.hpp), which saves the activation's passes over memory forward and backward (about a tenth
-// of a ResNet's step for relu, a fifth of a float32 MobileNet's for relu6).
-std::map<size_t, size_t> batch_norm_activation_pairs(const Graph& graph, const std::map<size_t, size_t>& sole) {
+// batch_norm nodes, and add nodes of two inputs, whose one reader is a relu or a relu6, and that activation: the
+// pair runs as one layer, which saves the activation's passes over memory forward and backward. A batch norm runs
+// it on our own kernels (norm_clip.hpp: about a tenth of a ResNet's step for relu, a fifth of a float32
+// MobileNet's for relu6); an add (a residual block's) as a post-op of oneDNN's binary primitive.
+std::map<size_t, size_t> activation_pairs(const Graph& graph, const std::map<size_t, size_t>& sole) {
   std::map<size_t, size_t> pairs;
   for (const auto& [i, reader] : sole) {
-    if (graph.nodes[i].op != "batch_norm" || graph.nodes[reader].op != "activation") continue;
+    const NodeSpec& node = graph.nodes[i];
+    const bool fuses = node.op == "batch_norm" || (node.op == "add" && node.inputs.size() == 2);
+    if (!fuses || graph.nodes[reader].op != "activation") continue;
     const std::string activation = graph.nodes[reader].attr_string("activation", "");
     if (activation == "relu" || activation == "relu6") pairs[i] = reader;
   }
@@ -127,9 +130,9 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
   cursor.take_recent();
 
   const std::map<size_t, size_t> sole = sole_readers(graph, kept);
-  const std::map<size_t, size_t> fused = batch_norm_activation_pairs(graph, sole);
+  const std::map<size_t, size_t> fused = activation_pairs(graph, sole);
   const std::map<size_t, size_t> pools = conv_max_pool_pairs(graph, sole);
-  std::set<size_t> absorbed;  // activation (or pool) nodes whose batch norm (convolution) made their value
+  std::set<size_t> absorbed;  // activation (or pool) nodes whose batch norm or add (convolution) made their value
   for (const auto& [norm, activation] : fused) {
     absorbed.insert(activation);
     absorbed_.insert(graph.nodes[norm].name);

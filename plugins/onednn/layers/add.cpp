@@ -1,7 +1,11 @@
 // add: the element-wise sum of two or more inputs of one shape (residual connections). Inputs in another layout
-// than the first are reordered to it; the gradient of each input is the output's.
+// than the first are reordered to it; the gradient of each input is the output's. Two inputs are added by oneDNN's
+// binary primitive, with the relu or relu6 that reads the sum as its post-op when the plan fused one in
+// (activation_pairs): a residual block's add and relu then make one pass over memory, forward and backward, and
+// the relu keeps no output of its own. More inputs go through the sum primitive.
 #include "../edge.hpp"
 #include "../kernels.hpp"
+#include "activation.hpp"
 #include "registry.hpp"
 
 namespace onednn {
@@ -23,8 +27,22 @@ class Add : public Layer {
       in_.emplace_back(b, b.input(i), desc);
       sources.push_back(desc);
     }
+    const std::string& fused = b.fused_activation();
+    act_ = PostActivation(activation_spec(fused.empty() ? "linear" : fused, node));
+    if (in_.size() == 2) {
+      dnnl::primitive_attr attr = b.attr();
+      act_.add_to(attr);
+      const dnnl::binary::primitive_desc pd({dnnl::algorithm::binary_add, desc, desc, desc}, attr, b.engine());
+      add_ = dnnl::binary(pd);
+      act_.finish(b, desc);
+      out_ = &b.output();
+      args_ = {{DNNL_ARG_SRC_0, in_[0].mem()}, {DNNL_ARG_SRC_1, in_[1].mem()}, {DNNL_ARG_DST, out_->mem}};
+      b.use_scratchpad(pd, args_);
+      return;
+    }
+    if (!fused.empty()) node.fail(RAMJET_ERR_INTERNAL, "an add of 3+ inputs fuses no activation");
     const dnnl::sum::primitive_desc pd(desc, std::vector<float>(sources.size(), 1.0f), sources, b.engine(), b.attr());
-    sum_ = dnnl::sum(pd);
+    add_ = dnnl::sum(pd);
     b.define_output(desc);
     out_ = &b.output();
     for (size_t i = 0; i < in_.size(); ++i) args_[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = in_[i].mem();
@@ -34,11 +52,11 @@ class Add : public Layer {
 
   void forward(const Exec& exec) override {
     for (const Edge& e : in_) e.forward(exec);
-    exec.run(sum_, args_);
+    exec.run(add_, args_);
   }
 
   void backward(const Exec& exec) override {
-    const dnnl::memory& diff = read_diff(*out_);
+    const dnnl::memory& diff = act_.backward(exec, read_diff(*out_));
     for (Edge& e : in_) {
       if (!e.needs_grad()) continue;
       copy_memory(e.begin_diff(), diff);
@@ -49,7 +67,8 @@ class Add : public Layer {
  private:
   std::vector<Edge> in_;
   Value* out_ = nullptr;
-  dnnl::sum sum_;
+  PostActivation act_;  // the fused relu or relu6, else the identity
+  dnnl::primitive add_;  // binary (two inputs) or sum
   Args args_;
 };
 
