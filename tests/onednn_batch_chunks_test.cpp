@@ -7,10 +7,9 @@
 #include "ramjet/plugin/log.hpp"
 #include "onednn_models.hpp"
 #include "test_support.hpp"
+#include "cpu_features.hpp"
 
 #include <gtest/gtest.h>
-
-#include <cpuid.h>
 
 #include <algorithm>
 #include <cmath>
@@ -21,6 +20,8 @@
 #include <vector>
 
 using namespace ramjet::test::cpu_backend;
+using ramjet::test::cpu_has_amx_bf16;
+using ramjet::test::cpu_has_avx512;
 
 namespace {
 
@@ -113,17 +114,6 @@ ChunkStepResult two_chunk_steps(const json& config, const char* precision,
 // What the cpu backend's plans fused away, by its debug line as it compiles `g` (a training plan for batch 32) on
 // two threads.
 // Whether the CPU has the AVX-512 that bf16 training and the chunks' own pool loops need.
-bool cpu_has_avx512() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-}
-
-// Whether the CPU has AMX for bf16 (CPUID leaf 7: EDX bit 22), which oneDNN uses where the kernel allows it.
-bool cpu_has_amx_bf16() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22)) != 0;
-}
-
 std::string fused_away_at_compile(const json& g, const char* precision) {
   const ramjet_log_level before = ramjet::core::log_level();
   ramjet::core::set_log_level(RAMJET_LOG_DEBUG);

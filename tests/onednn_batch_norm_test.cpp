@@ -44,8 +44,8 @@ json image_block(int64_t channels, const std::string& activation) {
   return ir.node("pool", "global_avg_pool", {out}, {channels}).dense("out", "pool", channels, 3).classifier("out");
 }
 
-// x [6] → dense without bias → batch_norm → activation → dense. Five features are copied into a layout blocked by
-// 16; sixteen are read in place in runs of 16, twenty-four in runs of 8.
+// x [6] → dense without bias → batch_norm → activation → dense. Five features are copied into a layout blocked
+// by 16; sixteen are read in place in runs of 16, twenty-four in runs of 8.
 json vector_block(int64_t features, const std::string& activation) {
   Ir ir;
   ir.input("x", {6}).dense("d1", "x", 6, features, "linear", false).batch_norm("bn", "d1", {features});
@@ -268,7 +268,8 @@ TEST(OnednnBatchNorm, Bf16StepsFollowFloat32) {
   for (const char* activation : kActivations)
     for (const Case& c : cases(activation, {32, 64})) {
       SCOPED_TRACE(c.what + ", activation '" + activation + "'");
-      const StepResults f32 = one_step(c, "float32", json::array()), bf16 = one_step(c, "mixed_bfloat16", json::array());
+      const StepResults f32 = one_step(c, "float32", json::array());
+      const StepResults bf16 = one_step(c, "mixed_bfloat16", json::array());
       EXPECT_LT(distance(bf16.train_logits, f32.train_logits), 3e-2);
       EXPECT_LT(distance(bf16.inference_logits, f32.inference_logits), 3e-2);
       for (const auto& [name, g] : f32.gradients) EXPECT_LT(distance(bf16.gradients.at(name), g), 0.1) << name;

@@ -2,6 +2,7 @@
 // (plain C++ loops, tens of times slower) when no JIT kernel accepts a primitive's layouts; a fallback costs far
 // more than any tuning wins, and nothing but ONEDNN_VERBOSE shows it. The Keras tutorial CNN (a one-channel first
 // convolution, pooling, dense layers) trains in float32 here, on every CPU the suite runs on.
+#include "cpu_features.hpp"
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
@@ -75,4 +76,35 @@ TEST(OnednnKernels, AFloat32MobileNetRunsNoClipOfItsOwn) {
     if (line.find(",eltwise,") != std::string::npos && line.find("clip") != std::string::npos) clips += line + "\n";
   EXPECT_GT(executed.size(), 100u) << "too few executions for a MobileNet's training steps";
   EXPECT_EQ(clips, "") << "relu6 run by oneDNN's eltwise primitive";
+}
+
+// The bench's ResNet, trained briefly: every relu runs inside the batch norm or the residual add it reads
+// (activation_pairs in plugins/onednn/plan.cpp), and every batch norm on the backend's own kernels, so oneDNN runs
+// no eltwise forward (only the add's relu backward, from the sum) and no batch-norm primitive. In bf16 where AMX runs the convolutions, the stem writes the
+// channels-last map they read (conv2d_choice.hpp's channels_last_stem): no bf16 activation is reordered, forward
+// or backward. (The float32 copies for the small maps' weight gradients are reorders to float32.)
+TEST(OnednnKernels, AResNetRunsItsRelusInsideItsBatchNormsAndAddsAndReordersNoBf16Activation) {
+  const std::vector<const char*> precisions =
+      cpu_has_avx512() ? std::vector<const char*>{"float32", "mixed_bfloat16"} : std::vector<const char*>{"float32"};
+  for (const char* precision : precisions) {
+    SCOPED_TRACE(precision);
+    const std::vector<std::string> executed =
+        executions_of("bench/train/models/resnet.json", std::string("--set /train/precision=") + precision +
+                                                            " --set /train/epochs=1 --set /data/train/take=256 "
+                                                            "--set /data/eval/take=256");
+    std::string apart, activation_reorders;
+    for (const std::string& line : executed) {
+      const bool eltwise_forward =
+          line.find(",eltwise,") != std::string::npos && line.find(",forward_") != std::string::npos;
+      if (eltwise_forward || line.find(",batch_normalization,") != std::string::npos) apart += line + "\n";
+      if (line.find(",reorder,") != std::string::npos && line.find("src_bf16") != std::string::npos &&
+          line.find("dst_bf16") != std::string::npos && line.find(",128x") != std::string::npos)
+        activation_reorders += line + "\n";
+    }
+    EXPECT_GT(executed.size(), 100u) << "too few executions for a ResNet's training steps";
+    EXPECT_EQ(apart, "") << "an activation or a batch norm run by oneDNN";
+    if (precision == std::string("mixed_bfloat16") && cpu_has_amx_bf16()) {
+      EXPECT_EQ(activation_reorders, "") << "bf16 activations reordered between layers";
+    }
+  }
 }

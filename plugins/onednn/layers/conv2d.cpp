@@ -40,8 +40,9 @@ class Conv2D : public WeightedLayer {
     const md bias_md = bias ? row_major_md({F}) : md();
     // A one-channel output (an image-to-image model's last layer) stays plain, nhwc in and out, where oneDNN has a
     // kernel for that: a blocked layout would pad its one channel to 16, and every later pass over it (the residual
-    // add, the loss's float32 copy) would move 16 times the bytes.
-    tag image_tag = sequence || F == 1 ? tag::nhwc : tag::any;
+    // add, the loss's float32 copy) would move 16 times the bytes. So does a bf16 stem before AMX convolutions
+    // (conv2d_choice.hpp).
+    tag image_tag = sequence || F == 1 || channels_last_stem(g, type) ? tag::nhwc : tag::any;
     md src_any({N, C, H, W}, type, image_tag), dst_any({N, F, OH, OW}, type, image_tag);
     const md wei_any(wdims, type, tag::any);
     const md diff_wei_any(wdims, dt::f32, tag::any);  // bf16 or not, the weight gradient comes out float32

@@ -94,8 +94,8 @@ std::optional<ChunkConvPrimitives> chunk_conv_primitives(const NodeSpec& node, c
     return dnnl::convolution_forward::primitive_desc(
         {b.forward_kind(), a, src, wei_any, bias_md, dst, strides, dilates, pad_l, pad_r}, attr, b.engine());
   };
-  // As conv2d.cpp: Winograd where it pays and oneDNN has it, direct otherwise; a one-channel output plain nhwc
-  // where oneDNN has a kernel for that.
+  // As conv2d.cpp: Winograd where it pays and oneDNN has it, direct otherwise; a one-channel output, or a bf16
+  // stem before AMX convolutions (conv2d_choice.hpp), plain nhwc where oneDNN has a kernel for that.
   auto with_algorithm = [&](auto make) {
     if (winograd) try {
         return make(dnnl::algorithm::convolution_winograd);
@@ -104,7 +104,7 @@ std::optional<ChunkConvPrimitives> chunk_conv_primitives(const NodeSpec& node, c
     return make(dnnl::algorithm::convolution_direct);
   };
   try {
-    const tag image_tag = F == 1 ? tag::nhwc : tag::any;
+    const tag image_tag = F == 1 || channels_last_stem(g, type) ? tag::nhwc : tag::any;
     p.forward = with_algorithm([&](dnnl::algorithm a) { return forward_pd(image_tag, a); });
     if (image_tag == tag::nhwc && is_reference(p.forward))
       p.forward = with_algorithm([&](dnnl::algorithm a) { return forward_pd(tag::any, a); });
