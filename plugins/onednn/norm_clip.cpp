@@ -15,7 +15,9 @@
 // conversion), for AVX2 and for the x86-64 baseline (SSE2), and chosen when first called: the plugin is built for
 // any x86-64, and the loops are bound by memory only once they move whole vectors. The vectors never cross a real
 // call (their helpers are always inlined into one instruction set's loops), so GCC's note that passing one would
-// change with the target's ABI does not apply.
+// change with the target's ABI does not apply (push and pop keep that out of the files a unity build puts after
+// this one).
+#pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace onednn {
@@ -106,30 +108,23 @@ char* at(void* base, const ChannelRuns& r, int64_t elements) { return static_cas
 constexpr int64_t kParallelMin = 1 << 15;  // values below which one thread is faster than waking a team
 
 // Per-channel values copied into whole groups, padding lanes 0.
-std::vector<float> padded(const float* per_channel, const ChannelRuns& r) {
-  std::vector<float> out(static_cast<size_t>(r.groups() * r.lanes), 0.0f);
+void pad_into(std::vector<float>& out, const float* per_channel, const ChannelRuns& r) {
+  std::fill(out.begin(), out.end(), 0.0f);
   std::copy(per_channel, per_channel + r.channels, out.begin());
-  return out;
 }
 
-// gamma / sqrt(variance + epsilon) per channel.
-std::vector<float> norm_scale(const NormInputs& norm, int64_t channels) {
-  std::vector<float> scale(static_cast<size_t>(channels));
-  for (int64_t c = 0; c < channels; ++c)
-    scale[c] = static_cast<float>(norm.gamma[c] / std::sqrt(static_cast<double>(norm.variance[c]) + norm.epsilon));
-  return scale;
+// A call's per-channel constants, padded to whole groups, in the scratch's mean, scale (gamma / sqrt(variance +
+// epsilon)) and beta.
+void pad_norm(const NormInputs& norm, const ChannelRuns& r, NormScratch& s) {
+  pad_into(s.mean, norm.mean, r);
+  pad_into(s.beta, norm.beta, r);
+  std::fill(s.scale.begin(), s.scale.end(), 0.0f);
+  for (int64_t c = 0; c < r.channels; ++c)
+    s.scale[c] = static_cast<float>(norm.gamma[c] / std::sqrt(static_cast<double>(norm.variance[c]) + norm.epsilon));
 }
-
-// The per-channel constants of a call, padded to whole groups.
-struct PaddedNorm {
-  std::vector<float> mean, scale, beta;
-  PaddedNorm(const NormInputs& norm, const ChannelRuns& r)
-      : mean(padded(norm.mean, r)), scale(padded(norm_scale(norm, r.channels).data(), r)),
-        beta(padded(norm.beta, r)) {}
-  RunNorm of_group(int64_t g, int64_t lanes) const {
-    return {&mean[g * lanes], &scale[g * lanes], &beta[g * lanes]};
-  }
-};
+RunNorm run_norm(const NormScratch& s, int64_t group, int64_t lanes) {
+  return {&s.mean[group * lanes], &s.scale[group * lanes], &s.beta[group * lanes]};
+}
 
 int64_t run_offset(const ChannelRuns& r, int64_t group, int64_t example) {
   return example * r.example_stride + group * r.group_stride;
@@ -154,33 +149,23 @@ void for_each_run(const ChannelRuns& r, bool reverse, Run run) {
   }
 }
 
-// Two sums per lane for every run (its example's part of a channel's total), written by the threads in any order
-// and added across examples in example order.
-class RunSums {
- public:
-  explicit RunSums(const ChannelRuns& r)
-      : lanes_(r.lanes), examples_(r.examples), part_(static_cast<size_t>(r.groups() * r.examples * 2 * r.lanes)) {}
-  // Where the run (group, example) writes its first sums, one per lane, followed by its second sums.
-  float* at(int64_t group, int64_t example) {
-    return &part_[static_cast<size_t>((group * examples_ + example) * 2 * lanes_)];
-  }
-  // The group's totals per lane, in double.
-  void total(int64_t group, std::vector<double>& first, std::vector<double>& second) {
-    first.assign(static_cast<size_t>(lanes_), 0.0);
-    second.assign(static_cast<size_t>(lanes_), 0.0);
-    for (int64_t n = 0; n < examples_; ++n) {
-      const float* in = at(group, n);
-      for (int64_t j = 0; j < lanes_; ++j) {
-        first[j] += in[j];
-        second[j] += in[lanes_ + j];
-      }
+// Two sums per lane for every run (its example's part of a channel's total) in the scratch's parts, written by the
+// threads in any order and added across examples in example order.
+float* run_part(NormScratch& s, const ChannelRuns& r, int64_t group, int64_t example) {
+  return &s.parts[static_cast<size_t>((group * r.examples + example) * 2 * r.lanes)];
+}
+// The group's totals per lane, in double, in the scratch's first and second.
+void total(NormScratch& s, const ChannelRuns& r, int64_t group) {
+  std::fill(s.first.begin(), s.first.end(), 0.0);
+  std::fill(s.second.begin(), s.second.end(), 0.0);
+  for (int64_t n = 0; n < r.examples; ++n) {
+    const float* in = run_part(s, r, group, n);
+    for (int64_t j = 0; j < r.lanes; ++j) {
+      s.first[j] += in[j];
+      s.second[j] += in[r.lanes + j];
     }
   }
-
- private:
-  int64_t lanes_, examples_;
-  std::vector<float> part_;
-};
+}
 
 }  // namespace
 
@@ -230,81 +215,89 @@ md channel_blocked(const md& desc) {
   return md({dims[0], dims[1], 1}, desc.data_type(), tag::aBc16b).reshape(dims);
 }
 
-void channel_moments(const void* x, const ChannelRuns& r, float* mean, float* variance) {
+NormScratch::NormScratch(const ChannelRuns& r) {
+  const auto padded = static_cast<size_t>(r.groups() * r.lanes), lanes = static_cast<size_t>(r.lanes);
+  for (std::vector<float>* v : {&mean, &scale, &beta, &shift, &a, &b, &c}) v->assign(padded, 0.0f);
+  parts.assign(padded * static_cast<size_t>(r.examples) * 2, 0.0f);
+  first.assign(lanes, 0.0);
+  second.assign(lanes, 0.0);
+}
+
+void channel_moments(const void* x, const ChannelRuns& r, NormScratch& s, float* mean, float* variance) {
   // Each channel's values are summed less its first value, so that a mean far from zero beside a small spread
   // loses nothing to cancellation.
-  std::vector<float> shift(static_cast<size_t>(r.groups() * r.lanes));
   for (int64_t g = 0; g < r.groups(); ++g)
     for (int64_t j = 0; j < r.lanes; ++j) {
       const int64_t i = run_offset(r, g, 0) + j;
-      shift[g * r.lanes + j] =
+      s.shift[g * r.lanes + j] =
           r.type == dt::bf16 ? widen(static_cast<const uint16_t*>(x)[i]) : static_cast<const float*>(x)[i];
     }
-  RunSums part(r);
   const RunKernels& kernels = run_kernels(r);
   for_each_run(r, /*reverse=*/true, [&](int64_t g, int64_t n) {
-    float* out = part.at(g, n);
-    kernels.moments(at(x, r, run_offset(r, g, n)), r.positions, r.position_stride, &shift[g * r.lanes], out,
+    float* out = run_part(s, r, g, n);
+    kernels.moments(at(x, r, run_offset(r, g, n)), r.positions, r.position_stride, &s.shift[g * r.lanes], out,
                     out + r.lanes);
   });
   const double count = static_cast<double>(r.count());
-  std::vector<double> sums, squares;
   for (int64_t g = 0; g < r.groups(); ++g) {
-    part.total(g, sums, squares);
+    total(s, r, g);
     for (int64_t j = 0; j < r.lanes && g * r.lanes + j < r.channels; ++j) {
-      const double m = sums[j] / count;
-      mean[g * r.lanes + j] = static_cast<float>(shift[g * r.lanes + j] + m);
-      variance[g * r.lanes + j] = static_cast<float>(std::max(0.0, squares[j] / count - m * m));
+      const double m = s.first[j] / count;
+      mean[g * r.lanes + j] = static_cast<float>(s.shift[g * r.lanes + j] + m);
+      variance[g * r.lanes + j] = static_cast<float>(std::max(0.0, s.second[j] / count - m * m));
     }
   }
 }
 
-void normalize_clip(const void* x, const ChannelRuns& r, const NormInputs& norm, ClipBounds clip, void* y) {
-  const PaddedNorm constants(norm, r);
+void normalize_clip(const void* x, const ChannelRuns& r, const NormInputs& norm, ClipBounds clip, NormScratch& s,
+                    void* y) {
+  pad_norm(norm, r, s);
   const RunKernels& kernels = run_kernels(r);
   for_each_run(r, /*reverse=*/false, [&](int64_t g, int64_t n) {
     const int64_t run = run_offset(r, g, n);
     kernels.normalize_clip(at(x, r, run), at(y, r, run), r.positions, r.position_stride,
-                           constants.of_group(g, r.lanes), clip.lo, clip.hi);
+                           run_norm(s, g, r.lanes), clip.lo, clip.hi);
   });
 }
 
 void norm_clip_backward(const void* x, const void* dy, const ChannelRuns& r, const NormInputs& norm,
-                        ClipBounds clip, void* dx, float* dgamma, float* dbeta) {
+                        ClipBounds clip, NormScratch& s, void* dx, float* dgamma, float* dbeta) {
   const int64_t groups = r.groups(), C = r.channels, lanes = r.lanes;
-  const PaddedNorm constants(norm, r);
+  pad_norm(norm, r, s);
   const RunKernels& kernels = run_kernels(r);
-  RunSums part(r);
   for_each_run(r, /*reverse=*/true, [&](int64_t g, int64_t n) {
     const int64_t run = run_offset(r, g, n);
-    float* out = part.at(g, n);
-    kernels.clip_grad_sums(at(x, r, run), at(dy, r, run), r.positions, r.position_stride,
-                           constants.of_group(g, lanes), clip.lo, clip.hi, out, out + lanes);
+    float* out = run_part(s, r, g, n);
+    kernels.clip_grad_sums(at(x, r, run), at(dy, r, run), r.positions, r.position_stride, run_norm(s, g, lanes),
+                           clip.lo, clip.hi, out, out + lanes);
   });
   // Per channel: d beta = sum g; d gamma = sum g * x̂ = inv_std * sum g (x - mean); and the coefficients of
-  // dx = gamma inv_std (g - d beta / M - x̂ d gamma / M).
-  std::vector<float> a(groups * lanes, 0.0f), b(groups * lanes, 0.0f), c(groups * lanes, 0.0f);
+  // dx = gamma inv_std (g - d beta / M - x̂ d gamma / M), padding lanes 0.
+  std::fill(s.a.begin(), s.a.end(), 0.0f);
+  std::fill(s.b.begin(), s.b.end(), 0.0f);
+  std::fill(s.c.begin(), s.c.end(), 0.0f);
   const double count = static_cast<double>(r.count());
-  std::vector<double> sums, centred;
   for (int64_t g = 0; g < groups; ++g) {
-    part.total(g, sums, centred);
+    total(s, r, g);
     for (int64_t j = 0; j < lanes && g * lanes + j < C; ++j) {
       const int64_t ch = g * lanes + j;
       const double inv_std = 1.0 / std::sqrt(static_cast<double>(norm.variance[ch]) + norm.epsilon);
       const double gamma_inv_std = norm.gamma[ch] * inv_std;
-      dbeta[ch] = static_cast<float>(sums[j]);
-      dgamma[ch] = static_cast<float>(centred[j] * inv_std);
-      a[ch] = static_cast<float>(gamma_inv_std);
-      b[ch] = static_cast<float>(-gamma_inv_std * inv_std * inv_std * centred[j] / count);
-      c[ch] = static_cast<float>(-gamma_inv_std * sums[j] / count);
+      dbeta[ch] = static_cast<float>(s.first[j]);
+      dgamma[ch] = static_cast<float>(s.second[j] * inv_std);
+      s.a[ch] = static_cast<float>(gamma_inv_std);
+      s.b[ch] = static_cast<float>(-gamma_inv_std * inv_std * inv_std * s.second[j] / count);
+      s.c[ch] = static_cast<float>(-gamma_inv_std * s.first[j] / count);
     }
   }
   if (!dx) return;
   for_each_run(r, /*reverse=*/false, [&](int64_t g, int64_t n) {
     const int64_t run = run_offset(r, g, n), k = g * lanes;
     kernels.clip_backward(at(x, r, run), at(dy, r, run), at(dx, r, run), r.positions, r.position_stride,
-                          constants.of_group(g, lanes), &a[k], &b[k], &c[k], clip.lo, clip.hi);
+                          run_norm(s, g, lanes), &s.a[k], &s.b[k], &s.c[k], clip.lo, clip.hi);
   });
 }
 
 }  // namespace onednn
+
+#pragma GCC diagnostic pop

@@ -15,6 +15,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace onednn {
 
@@ -42,11 +43,22 @@ struct ClipBounds {
 // The clips of the activations a batch norm takes in (LayerBuilder::fused_activation); nothing for another name.
 std::optional<ClipBounds> clip_of(const std::string& activation);
 
-// In the functions below, x, y, dy and dx point at values of runs.type in the runs' layout.
+// The working memory of the functions below for one ChannelRuns, allocated once by the layer that owns it, so that
+// a steady-state training step allocates nothing. Its contents are the functions' own between calls.
+struct NormScratch {
+  explicit NormScratch(const ChannelRuns& runs);
+  NormScratch() = default;
+  std::vector<float> mean, scale, beta, shift, a, b, c;  // per channel, padded to whole groups
+  std::vector<float> parts;                              // two sums per lane of every run
+  std::vector<double> first, second;                     // a group's totals per lane
+};
+
+// In the functions below, x, y, dy and dx point at values of runs.type in the runs' layout, and `scratch` was made
+// for `runs`.
 
 // Per channel, the mean and the biased variance over examples and positions (sums of values shifted by the
 // channel's first value, in double across examples).
-void channel_moments(const void* x, const ChannelRuns& runs, float* mean, float* variance);
+void channel_moments(const void* x, const ChannelRuns& runs, NormScratch& scratch, float* mean, float* variance);
 
 // The statistics a batch norm normalises with (the batch's in training, the moving ones in inference) and its
 // parameters, channels floats each.
@@ -61,12 +73,13 @@ struct NormInputs {
 // y = clamp((x - mean) * gamma / sqrt(variance + epsilon) + beta, lo, hi). The mean is taken off before scaling,
 // as oneDNN does, so a mean far from zero beside a small spread loses no precision. Padding lanes of a blocked
 // layout are written 0.
-void normalize_clip(const void* x, const ChannelRuns& runs, const NormInputs& norm, ClipBounds clip, void* y);
+void normalize_clip(const void* x, const ChannelRuns& runs, const NormInputs& norm, ClipBounds clip,
+                    NormScratch& scratch, void* y);
 
 // Backward of y = clamp(gamma * (x - mean) / sqrt(variance + epsilon) + beta, lo, hi) with the batch's own
 // statistics: dy passes where lo < the unclamped value < hi. Writes d gamma and d beta (channels floats each) and,
 // unless dx is null, d x (in x's layout; padding lanes 0).
 void norm_clip_backward(const void* x, const void* dy, const ChannelRuns& runs, const NormInputs& norm,
-                        ClipBounds clip, void* dx, float* dgamma, float* dbeta);
+                        ClipBounds clip, NormScratch& scratch, void* dx, float* dgamma, float* dbeta);
 
 }  // namespace onednn

@@ -164,6 +164,33 @@ TEST(SteadyState, ATrainingStepOnTheCpuBackendAllocatesNothing) {
   if (!refused.empty()) GTEST_SKIP() << "float32 checked; mixed_bfloat16 not, this CPU cannot run it: " << refused;
 }
 
+// A residual block as the bench's ResNet has them: batch norms on the backend's own kernels (their working memory
+// made at compile time), a relu fused into a batch norm and one into the residual add.
+TEST(SteadyState, AResidualBlockWithBatchNormsAllocatesNothing) {
+  const nlohmann::json model = nlohmann::json::parse(R"({
+    "model": {"input": {"image": [12, 12, 1]},
+              "layers": [{"type": "conv2d", "filters": 32, "kernel": 3, "padding": "same", "use_bias": false},
+                         {"type": "batch_norm"}, {"type": "relu", "name": "stem"},
+                         {"type": "conv2d", "filters": 32, "kernel": 3, "padding": "same", "use_bias": false},
+                         {"type": "batch_norm"}, {"type": "relu"},
+                         {"type": "conv2d", "filters": 32, "kernel": 3, "padding": "same", "use_bias": false},
+                         {"type": "batch_norm", "name": "bn2"},
+                         {"type": "add", "inputs": ["stem", "bn2"]}, {"type": "relu"},
+                         {"type": "global_avg_pool"}, {"type": "dense", "units": 10}],
+              "loss": {"type": "sparse_softmax_cross_entropy"}}})");
+  const Graph graph = build_graph(model["model"], Origin{"alloc.json"});
+  Example batch;
+  const std::vector<int64_t> image_shape{32, 12, 12, 1}, label_shape{32};
+  batch.set("image", make_tensor({kDLFloat, 32, 1}, image_shape));
+  batch.set("label", make_tensor({kDLInt, 32, 1}, label_shape));
+  float* pixels = static_cast<float*>(batch.find("image")->data);
+  int32_t* labels = static_cast<int32_t*>(batch.find("label")->data);
+  for (int64_t i = 0; i < 32 * 12 * 12; ++i) pixels[i] = static_cast<float>(i % 251) / 251.0f;
+  for (int64_t i = 0; i < 32; ++i) labels[i] = static_cast<int32_t>(i % 10);
+  const std::string refused = expect_steady_state(graph, batch, 32);
+  if (!refused.empty()) GTEST_SKIP() << "float32 checked; mixed_bfloat16 not, this CPU cannot run it: " << refused;
+}
+
 TEST(SteadyState, ATransformerTrainingStepAllocatesNothing) {
   const nlohmann::json model = nlohmann::json::parse(R"({
     "model": {"input": {"tokens": {"shape": [16], "dtype": "int32"}},

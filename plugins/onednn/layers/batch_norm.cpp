@@ -2,7 +2,7 @@
 // statistics and move moving_mean / moving_variance toward them by (1 - momentum) (biased variance, as Keras 3);
 // outside training, normalise with the moving statistics. gamma and beta learn; the moving statistics are
 // parameters that do not (the node's "trainable" attribute says which). A relu or relu6 that reads only this node
-// is fused into it (the plan's batch_norm_activation_pairs; LayerBuilder::fused_activation): the forward writes the
+// is fused into it (the plan's activation_pairs; LayerBuilder::fused_activation): the forward writes the
 // clipped value and the backward passes the gradient only where the clip did not act, with no pass over memory for
 // the activation of its own.
 //
@@ -69,6 +69,7 @@ class BatchNorm : public Layer {
     const std::optional<ChannelRuns> runs = channel_runs(wanted);
     if (!runs) node.fail(RAMJET_ERR_INTERNAL, "batch_norm cannot read its input's layout");
     runs_ = *runs;
+    scratch_ = NormScratch(runs_);
     in_ = Edge(b, b.input(0), wanted);
     out_ = &b.output();
     b.define_output(wanted);
@@ -86,13 +87,13 @@ class BatchNorm : public Layer {
     const void* x = in_.mem().get_data_handle();
     void* y = out_->mem.get_data_handle();
     if (exec.training) {
-      channel_moments(x, runs_, floats(mean_), floats(variance_));
+      channel_moments(x, runs_, scratch_, floats(mean_), floats(variance_));
       move_statistics(spec_, floats(mean_), floats(variance_));
-      return normalize_clip(x, runs_, batch_statistics(), clip_, y);
+      return normalize_clip(x, runs_, batch_statistics(), clip_, scratch_, y);
     }
     const NormInputs moving{spec_.moving_mean->data(), spec_.moving_variance->data(), spec_.gamma->data(),
                             spec_.beta->data(), spec_.epsilon};
-    normalize_clip(x, runs_, moving, clip_, y);
+    normalize_clip(x, runs_, moving, clip_, scratch_, y);
   }
 
   void backward(const Exec& exec) override {
@@ -101,7 +102,7 @@ class BatchNorm : public Layer {
     const dnnl::memory dgamma = gamma_grad_.target(exec);
     const dnnl::memory dbeta = beta_grad_.target(exec);
     exec.stream.wait();
-    norm_clip_backward(in_.mem().get_data_handle(), dy.get_data_handle(), runs_, batch_statistics(), clip_,
+    norm_clip_backward(in_.mem().get_data_handle(), dy.get_data_handle(), runs_, batch_statistics(), clip_, scratch_,
                        dx ? dx.get_data_handle() : nullptr, floats(dgamma), floats(dbeta));
     gamma_grad_.commit(exec);
     beta_grad_.commit(exec);
@@ -117,6 +118,7 @@ class BatchNorm : public Layer {
   ClipBounds clip_;
   Edge in_;
   ChannelRuns runs_;
+  NormScratch scratch_;  // the kernels' working memory, made once
   Value* out_ = nullptr;
   dnnl::memory mean_, variance_;  // the last training batch's statistics
   GradSink gamma_grad_, beta_grad_;
