@@ -1,5 +1,7 @@
 #include "kernels.hpp"
 
+#include "isa.hpp"
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -56,14 +58,10 @@ void add_halves_avx512(uint16_t* dst, const uint16_t* src, int64_t n) {
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
 
-bool cpu_has_avx512bw() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-  return has;
-}
-
 void add_halves(uint16_t* dst, const uint16_t* src, size_t n) {
   const int64_t m = static_cast<int64_t>(n);
-  if (cpu_has_avx512bw()) {  // bf16 training runs only where AVX-512 is
+  static const bool avx512 = avx512_allowed();  // bf16 training runs only where AVX-512 is
+  if (avx512) {
 #pragma omp parallel for if (n >= kParallelMin) schedule(dynamic, 1)
     for (int64_t at = 0; at < m; at += kElementsPerHandout)
       add_halves_avx512(dst + at, src + at, std::min<int64_t>(kElementsPerHandout, m - at));

@@ -1,5 +1,7 @@
 #include "max_pool_loops.hpp"
 
+#include "isa.hpp"
+
 #include <immintrin.h>
 
 #include <array>
@@ -135,13 +137,6 @@ void backward_bf16(const PoolLoops& p, const void* d, const void* dd, const uint
 
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
-
-bool avx512_allowed() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  const auto core = static_cast<unsigned>(dnnl_cpu_isa_avx512_core);
-  return (isa & core) == core && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
-}
 
 // A [N, C, H, W] layout's strides in runs of 16 channels: {example, group, position}; nothing for other layouts.
 // Positions follow each other row after row, and each example's values lie together, after the one before.

@@ -1,5 +1,6 @@
 #include "norm_clip.hpp"
 
+#include "isa.hpp"
 #include "kernels.hpp"
 
 #include <algorithm>
@@ -75,15 +76,9 @@ constexpr bool kBf16Instructions = false;
 
 enum class Isa { baseline, avx2, avx512, avx512bf16 };
 Isa loop_isa() {
-  // oneDNN's ISA values are bit sets, each holding those below it.
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  const auto allows = [isa](dnnl_cpu_isa_t level) { return (isa & level) == static_cast<unsigned>(level); };
-  if (allows(dnnl_cpu_isa_avx512_core) && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-    return allows(dnnl_cpu_isa_avx512_core_bf16) && __builtin_cpu_supports("avx512bf16") ? Isa::avx512bf16
-                                                                                          : Isa::avx512;
-  if (allows(dnnl_cpu_isa_avx2) && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::avx2;
-  return Isa::baseline;
+  if (avx512_bf16_allowed()) return Isa::avx512bf16;
+  if (avx512_allowed()) return Isa::avx512;
+  return avx2_allowed() ? Isa::avx2 : Isa::baseline;
 }
 
 // The widest loops this CPU runs over the runs' width and type.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "../common.hpp"
+#include "../isa.hpp"
 #include "../layout.hpp"
 
 #include <string_view>
@@ -28,19 +29,14 @@ inline bool winograd_pays(const ConvGeometry& g, dt type, bool sequence, bool tr
          g.strides == std::vector<int64_t>{1, 1} && g.dilation == std::vector<int64_t>{1, 1} && g.C >= 16 && g.F >= 16;
 }
 
-// Whether oneDNN may run AMX here: its bf16 convolutions then take channels-last maps.
-inline bool amx_allowed() {
-  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
-  const auto amx = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_amx);
-  return (isa & amx) == amx;
-}
-
 // A bf16 convolution of one input channel (an image's stem) in channels-last maps where AMX runs the layers after
 // it: oneDNN then picks brgconv for its forward and AMX for its weight gradient, and the map it writes is the
 // layout the next convolutions read. With its choice of layout (16-channel blocks) it took the direct AVX-512 bf16
 // kernels, and two reorders into channels-last, forward and backward, followed. Measured on the 2-core Xeon,
 // batch 128: forward 0.79 ms and weight gradient 0.63 ms, against 1.4 and 1.0 ms blocked, before the reorders.
-inline bool channels_last_stem(const ConvGeometry& g, dt type) { return type == dt::bf16 && g.C == 1 && amx_allowed(); }
+inline bool channels_last_stem(const ConvGeometry& g, dt type) {
+  return type == dt::bf16 && g.C == 1 && amx_allowed();
+}
 
 // oneDNN 2.6's AMX backward-weights kernel for bf16 is slow where the output map is small; there the float32
 // kernel, fed float32 copies of the input and of the output's gradient, is faster, copies included. The weight
