@@ -213,7 +213,7 @@ void expect_the_same_bits_on_two_threads(const char* precision) {
 
 TEST(OnednnBatchNorm, GradientsMatchFiniteDifferences) {
   GradCheck check;
-  check.param_scale = 2.5f;  // at 3, more than half of a kernel's checked entries stepped across the clip's kinks
+  check.param_scale = 2.0f;  // at 2.5, 21-25 of a kernel's 48 checked entries stepped across the clip's kinks
   check.eps = 7e-3;  // as for batch_norm alone (backend_conformance_test.cpp): the batch mean cancels the rest
   for (const char* activation : kActivations)
     for (const Case& c : cases(activation)) {

@@ -1,7 +1,6 @@
 #include "norm_clip.hpp"
 
 #include "isa.hpp"
-#include "kernels.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -36,7 +35,7 @@ struct RunNorm {
 // The loops of one instruction set, run width and value type; their table takes untyped pointers, and the runs'
 // type chooses the table.
 struct RunKernels {
-  void (*moments)(const void* x, int64_t n, int64_t s, const float* shift, float* o1, float* o2);
+  void (*moments)(const void* x, int64_t n, int64_t s, float* sums, float* squares, float* shift);
   void (*normalize_clip)(const void* x, void* y, int64_t n, int64_t s, const RunNorm& m, float lo, float hi);
   void (*clip_grad_sums)(const void* x, const void* dy, int64_t n, int64_t s, const RunNorm& m, float lo, float hi,
                          float* o1, float* o2);
@@ -144,10 +143,26 @@ void for_each_run(const ChannelRuns& r, bool reverse, Run run) {
   }
 }
 
-// Two sums per lane for every run (its example's part of a channel's total) in the scratch's parts, written by the
-// threads in any order and added across examples in example order.
+// Up to three floats per lane for every run (its example's part of a channel's totals) in the scratch's parts,
+// written by the threads in any order and added across examples in example order.
 float* run_part(NormScratch& s, const ChannelRuns& r, int64_t group, int64_t example) {
-  return &s.parts[static_cast<size_t>((group * r.examples + example) * 2 * r.lanes)];
+  return &s.parts[static_cast<size_t>((group * r.examples + example) * 3 * r.lanes)];
+}
+
+// The moments of one run, in its part of the scratch.
+void run_moments(const void* x, const ChannelRuns& r, NormScratch& s, const RunKernels& kernels, int64_t group,
+                 int64_t example) {
+  float* out = run_part(s, r, group, example);
+  kernels.moments(at(x, r, run_offset(r, group, example)), r.positions, r.position_stride, out, out + r.lanes,
+                  out + 2 * r.lanes);
+}
+
+// dx of one run (dx: that run's start).
+void run_input_grad(const void* x, const void* dy, const ChannelRuns& r, ClipBounds clip, const NormScratch& s,
+                    const RunKernels& kernels, int64_t group, int64_t example, void* dx) {
+  const int64_t run = run_offset(r, group, example), k = group * r.lanes;
+  kernels.clip_backward(at(x, r, run), at(dy, r, run), dx, r.positions, r.position_stride, run_norm(s, group, r.lanes),
+                        &s.a[k], &s.b[k], &s.c[k], clip.lo, clip.hi);
 }
 // The group's totals per lane, in double, in the scratch's first and second.
 void total(NormScratch& s, const ChannelRuns& r, int64_t group) {
@@ -212,34 +227,45 @@ md channel_blocked(const md& desc) {
 
 NormScratch::NormScratch(const ChannelRuns& r) {
   const auto padded = static_cast<size_t>(r.groups() * r.lanes), lanes = static_cast<size_t>(r.lanes);
-  for (std::vector<float>* v : {&mean, &scale, &beta, &shift, &a, &b, &c}) v->assign(padded, 0.0f);
-  parts.assign(padded * static_cast<size_t>(r.examples) * 2, 0.0f);
+  for (std::vector<float>* v : {&mean, &scale, &beta, &a, &b, &c}) v->assign(padded, 0.0f);
+  parts.assign(padded * static_cast<size_t>(r.examples) * 3, 0.0f);
   first.assign(lanes, 0.0);
   second.assign(lanes, 0.0);
 }
 
 void channel_moments(const void* x, const ChannelRuns& r, NormScratch& s, float* mean, float* variance) {
-  // Each channel's values are summed less its first value, so that a mean far from zero beside a small spread
-  // loses nothing to cancellation.
-  for (int64_t g = 0; g < r.groups(); ++g)
-    for (int64_t j = 0; j < r.lanes; ++j) {
-      const int64_t i = run_offset(r, g, 0) + j;
-      s.shift[g * r.lanes + j] =
-          r.type == dt::bf16 ? widen(static_cast<const uint16_t*>(x)[i]) : static_cast<const float*>(x)[i];
-    }
   const RunKernels& kernels = run_kernels(r);
-  for_each_run(r, /*reverse=*/true, [&](int64_t g, int64_t n) {
-    float* out = run_part(s, r, g, n);
-    kernels.moments(at(x, r, run_offset(r, g, n)), r.positions, r.position_stride, &s.shift[g * r.lanes], out,
-                    out + r.lanes);
-  });
-  const double count = static_cast<double>(r.count());
+  for_each_run(r, /*reverse=*/true, [&](int64_t g, int64_t n) { run_moments(x, r, s, kernels, g, n); });
+  finish_moments(r, s, mean, variance);
+}
+
+void example_moments(const void* x, const ChannelRuns& r, NormScratch& s, int64_t first, int64_t count) {
+  const RunKernels& kernels = run_kernels(r);
+  for (int64_t n = first; n < first + count; ++n)
+    for (int64_t g = 0; g < r.groups(); ++g) run_moments(x, r, s, kernels, g, n);
+}
+
+void finish_moments(const ChannelRuns& r, NormScratch& s, float* mean, float* variance) {
+  // Each run's mean and sum of squared deviations, from its sums around its own first value, joined to those of
+  // the examples before it (Chan, Golub and LeVeque's pairwise update), in double and in example order.
+  const double P = static_cast<double>(r.positions);
   for (int64_t g = 0; g < r.groups(); ++g) {
-    total(s, r, g);
+    std::fill(s.first.begin(), s.first.end(), 0.0);   // mean so far
+    std::fill(s.second.begin(), s.second.end(), 0.0);  // squared deviations so far
+    for (int64_t n = 0; n < r.examples; ++n) {
+      const float* part = run_part(s, r, g, n);
+      const double before = static_cast<double>(n) * P, after = before + P;
+      for (int64_t j = 0; j < r.lanes; ++j) {
+        const double s1 = part[j], s2 = part[r.lanes + j];
+        const double run_mean = part[2 * r.lanes + j] + s1 / P, run_squares = std::max(0.0, s2 - s1 * s1 / P);
+        const double delta = run_mean - s.first[j];
+        s.first[j] += delta * P / after;
+        s.second[j] += run_squares + delta * delta * before * P / after;
+      }
+    }
     for (int64_t j = 0; j < r.lanes && g * r.lanes + j < r.channels; ++j) {
-      const double m = s.first[j] / count;
-      mean[g * r.lanes + j] = static_cast<float>(s.shift[g * r.lanes + j] + m);
-      variance[g * r.lanes + j] = static_cast<float>(std::max(0.0, s.second[j] / count - m * m));
+      mean[g * r.lanes + j] = static_cast<float>(s.first[j]);
+      variance[g * r.lanes + j] = static_cast<float>(s.second[j] / static_cast<double>(r.count()));
     }
   }
 }
@@ -255,8 +281,8 @@ void normalize_clip(const void* x, const ChannelRuns& r, const NormInputs& norm,
   });
 }
 
-void norm_clip_backward(const void* x, const void* dy, const ChannelRuns& r, const NormInputs& norm,
-                        ClipBounds clip, NormScratch& s, void* dx, float* dgamma, float* dbeta) {
+void norm_clip_grad_sums(const void* x, const void* dy, const ChannelRuns& r, const NormInputs& norm,
+                         ClipBounds clip, NormScratch& s, float* dgamma, float* dbeta) {
   const int64_t groups = r.groups(), C = r.channels, lanes = r.lanes;
   pad_norm(norm, r, s);
   const RunKernels& kernels = run_kernels(r);
@@ -285,11 +311,23 @@ void norm_clip_backward(const void* x, const void* dy, const ChannelRuns& r, con
       s.c[ch] = static_cast<float>(-gamma_inv_std * s.first[j] / count);
     }
   }
+}
+
+void example_input_grad(const void* x, const void* dy, const ChannelRuns& r, ClipBounds clip, const NormScratch& s,
+                        int64_t first, int64_t count, void* dx) {
+  const RunKernels& kernels = run_kernels(r);
+  for (int64_t n = first; n < first + count; ++n)
+    for (int64_t g = 0; g < r.groups(); ++g)
+      run_input_grad(x, dy, r, clip, s, kernels, g, n, at(dx, r, run_offset(r, g, n - first)));
+}
+
+void norm_clip_backward(const void* x, const void* dy, const ChannelRuns& r, const NormInputs& norm,
+                        ClipBounds clip, NormScratch& s, void* dx, float* dgamma, float* dbeta) {
+  norm_clip_grad_sums(x, dy, r, norm, clip, s, dgamma, dbeta);
   if (!dx) return;
+  const RunKernels& kernels = run_kernels(r);
   for_each_run(r, /*reverse=*/false, [&](int64_t g, int64_t n) {
-    const int64_t run = run_offset(r, g, n), k = g * lanes;
-    kernels.clip_backward(at(x, r, run), at(dy, r, run), at(dx, r, run), r.positions, r.position_stride,
-                          run_norm(s, g, lanes), &s.a[k], &s.b[k], &s.c[k], clip.lo, clip.hi);
+    run_input_grad(x, dy, r, clip, s, kernels, g, n, at(dx, r, run_offset(r, g, n)));
   });
 }
 
