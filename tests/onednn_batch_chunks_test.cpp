@@ -365,6 +365,111 @@ TEST(OnednnBatchChunks, ATappedConvolutionBeforeAPoolIsStillSeen) {
   expect_near_all(seen[0]["p1"], seen[1]["p1"], 1e-5, "p1");
 }
 
+namespace {
+
+// Convolutions each read only by a batch norm (with relu6, relu, and nothing after it), so that each convolution
+// does parts of its batch norm's work on its chunks (plugins/onednn/norm_link.hpp): a one-channel stem, a stride-2
+// depthwise one and a 1x1.
+json normalised_convolution_graph() {
+  return Ir()
+      .input("x", {12, 12, 1})
+      .conv("stem", "x", 1, {12, 12, 16},
+            {{"filters", 16}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}, {"use_bias", false}})
+      .batch_norm("bn1", "stem", {12, 12, 16})
+      .node("act1", "activation", {"bn1"}, {12, 12, 16}, {{"activation", "relu6"}})
+      .conv("depthwise", "act1", 16, {6, 6, 16},
+            {{"filters", 16}, {"kernel", {3, 3}}, {"groups", 16}, {"strides", {2, 2}}, {"padding", {0, 1, 0, 1}},
+             {"use_bias", false}})
+      .batch_norm("bn2", "depthwise", {6, 6, 16})
+      .node("act2", "activation", {"bn2"}, {6, 6, 16}, {{"activation", "relu"}})
+      .conv("point", "act2", 16, {6, 6, 32}, {{"filters", 32}, {"kernel", {1, 1}}, {"use_bias", false}})
+      .batch_norm("bn3", "point", {6, 6, 32})
+      .node("pool", "global_avg_pool", {"bn3"}, {32})
+      .dense("fc", "pool", 32, 3)
+      .classifier("fc");
+}
+
+struct NormStepsResult {
+  Status compiled;
+  std::string plan;  // the backend's debug line on the last plan it built
+  std::vector<float> logits;
+  std::map<std::string, std::vector<float>> gradients, parameters;
+};
+
+// Two training steps of normalised_convolution_graph on two threads, batch 32, the first followed by an update;
+// `outputs` are graph outputs besides the logits (a convolution's output that is one has a reader besides its batch
+// norm).
+NormStepsResult normalised_steps(const char* precision, const std::vector<std::string>& outputs) {
+  NormStepsResult r;
+  json g = normalised_convolution_graph();
+  for (const std::string& o : outputs) g["outputs"].push_back(o);
+  const ramjet_log_level before = ramjet::core::log_level();
+  ramjet::core::set_log_level(RAMJET_LOG_DEBUG);
+  testing::internal::CaptureStderr();
+  {
+    Harness h(json{{"threads", 2}});
+    json options = adam_options(32);
+    options["precision"] = precision;
+    r.compiled = h.compile(g, options);
+    if (r.compiled.ok()) {
+      Example params = random_params(g, 43, 0.5f);
+      EXPECT_TRUE(h.set_state("parameters", params).ok());
+      for (uint32_t step = 1; step <= 2; ++step) {
+        std::mt19937 rng(200 + step);
+        Example batch = separable_batch(32, {12, 12, 1}, rng), out;
+        const Status f = h.forward(batch, out, true);
+        EXPECT_TRUE(f.ok()) << f.message;
+        EXPECT_TRUE(h.backward().ok());
+        if (step == 1) {
+          EXPECT_TRUE(h.update(step, 0.01f).ok());
+          continue;
+        }
+        r.logits = values(out, "fc");
+        Example grads = h.state("gradients");
+        for (const auto& [name, spec] : g["params"].items())
+          if (name.find("/moving_") == std::string::npos) r.gradients[name] = values(grads, name);
+        Example state = h.state("parameters");
+        for (const auto& [name, spec] : g["params"].items()) r.parameters[name] = values(state, name);
+      }
+    }
+  }
+  const std::string log = testing::internal::GetCapturedStderr();
+  const size_t at = log.rfind("training batch 32");
+  if (at != std::string::npos) r.plan = log.substr(at, log.find('\n', at) - at);
+  ramjet::core::set_log_level(before);
+  return r;
+}
+
+// The batch norms' statistics summed on their convolutions' chunks, and their input gradients made there, give
+// the bits of the batch norms' own passes over the whole batch: outputs, gradients, and the moving statistics.
+// `linked_norms`: the debug line's list of them (with AMX, the bf16 1x1 convolution runs over the whole batch: on
+// its small map the weight gradient pays in float32, conv2d_choice.hpp).
+void expect_norms_in_chunks_as_on_their_own(const char* precision, const std::string& linked_norms) {
+  const NormStepsResult linked = normalised_steps(precision, {});
+  if (std::string(precision) == "mixed_bfloat16" && linked.compiled.code == RAMJET_ERR_UNSUPPORTED)
+    GTEST_SKIP() << "this CPU cannot run mixed_bfloat16: " << linked.compiled.message;
+  ASSERT_TRUE(linked.compiled.ok()) << linked.compiled.message;
+  EXPECT_NE(linked.plan.find("batch norms in their convolution's chunks: " + linked_norms), std::string::npos)
+      << linked.plan;
+  const NormStepsResult apart = normalised_steps(precision, {"stem", "depthwise", "point"});
+  ASSERT_FALSE(apart.plan.empty());
+  EXPECT_EQ(apart.plan.find("in their convolution's chunks"), std::string::npos) << apart.plan;
+  EXPECT_EQ(linked.logits, apart.logits);
+  ASSERT_EQ(linked.gradients.size(), 11u);  // 3 kernels, 3 gammas and betas, the dense's kernel and bias
+  for (const auto& [name, g] : apart.gradients) EXPECT_EQ(linked.gradients.at(name), g) << name;
+  for (const auto& [name, p] : apart.parameters) EXPECT_EQ(linked.parameters.at(name), p) << name;
+}
+
+}  // namespace
+
+TEST(OnednnBatchChunks, BatchNormsInTheirConvolutionsChunksGiveTheBitsOfTheirOwnPasses) {
+  expect_norms_in_chunks_as_on_their_own("float32", "bn1, bn2, bn3");
+}
+
+TEST(OnednnBatchChunks, Bf16BatchNormsInTheirConvolutionsChunksGiveTheBitsOfTheirOwnPasses) {
+  expect_norms_in_chunks_as_on_their_own("mixed_bfloat16", cpu_has_amx_bf16() ? "bn1, bn2" : "bn1, bn2, bn3");
+}
+
 // The CNN of examples/fashion_mnist trained briefly on two threads: both max pools run in their convolutions'
 // chunks of 16, and no relu passes over a whole unpooled map. On AVX-512 the pools are our own loops
 // (max_pool_loops.hpp), which oneDNN's verbose log does not show: there no pooling primitive runs at all.

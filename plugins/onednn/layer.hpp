@@ -91,13 +91,19 @@ class LayerBuilder {
     output_ = &output;
     fused_activation_ = std::move(fused_activation);
     fused_pool_ = fused_pool;
+    norm_link_ = nullptr;
   }
+  // After begin_node, for a conv2d whose one reader is the batch norm built next, and for that batch norm: the link
+  // between the two (norm_link.hpp), which the plan owns.
+  void link_norm(struct NormLink* link) { norm_link_ = link; }
   // The activation the layer must apply to its output, or "" (only a batch_norm or a two-input add is asked to, and
   // only for relu and relu6: Plan's activation_pairs).
   const std::string& fused_activation() const { return fused_activation_; }
   // The max_pool the layer must apply to its output, or null (only a conv2d is asked to: Plan's
   // conv_max_pool_pairs).
   const NodeSpec* fused_pool() const { return fused_pool_; }
+  // The link to this conv2d's batch norm, or to this batch norm's conv2d, or null.
+  struct NormLink* norm_link() const { return norm_link_; }
   size_t scratchpad_bytes() const { return scratchpad_bytes_; }
   const std::vector<Args*>& scratchpad_users() const { return scratchpad_users_; }
   size_t lane_scratchpad_bytes() const { return lane_scratchpad_bytes_; }
@@ -115,6 +121,7 @@ class LayerBuilder {
   Value* output_ = nullptr;
   std::string fused_activation_;
   const NodeSpec* fused_pool_ = nullptr;
+  struct NormLink* norm_link_ = nullptr;
   int threads_;
   size_t scratchpad_bytes_ = 0;
   std::vector<Args*> scratchpad_users_;

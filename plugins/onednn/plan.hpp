@@ -4,6 +4,7 @@
 
 #include "layer.hpp"
 #include "loss.hpp"
+#include "norm_link.hpp"
 #include "relayout.hpp"
 
 #include <map>
@@ -29,6 +30,8 @@ class Plan {
   size_t arena_bytes() const { return arena_bytes_; }
   // The nodes whose values this plan never makes, fused into their one reader's layer.
   const std::set<std::string>& fused_away() const { return absorbed_; }
+  // The batch norms whose convolution does parts of their work on each chunk of the batch (norm_link.hpp).
+  const std::vector<std::string>& norms_in_chunks() const { return norms_in_chunks_; }
   Loss* loss() { return loss_.get(); }
 
   // Copies the host's [N, ...] float32 tensor into graph input `index` (checked by the caller).
@@ -71,6 +74,8 @@ class Plan {
   std::vector<Step> steps_;
   std::unique_ptr<Loss> loss_;
   std::vector<HostCopy> outputs_;
+  std::vector<std::unique_ptr<NormLink>> norm_links_;  // each convolution's with its batch norm
+  std::vector<std::string> norms_in_chunks_;
   std::vector<std::pair<std::string, HostCopy>> taps_;
   std::set<std::string> absorbed_;  // batch norms fused with their activation, convolutions with their pool: their
                                     // output never exists alone

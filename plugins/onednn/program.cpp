@@ -108,7 +108,10 @@ Plan& Program::plan_for(int64_t batch, bool training, int threads) {
                 plan->arena_bytes() / 1e6, training ? ", gradients" : "", arena_bytes_ / 1e6, plans_.size() + 1);
   std::string fused;
   for (const std::string& name : plan->fused_away()) fused += (fused.empty() ? "; fused into their readers: " : ", ") + name;
-  ramjet::log(RAMJET_LOG_DEBUG, "onednn", line + fused);
+  std::string linked;
+  for (const std::string& name : plan->norms_in_chunks())
+    linked += (linked.empty() ? "; batch norms in their convolution's chunks: " : ", ") + name;
+  ramjet::log(RAMJET_LOG_DEBUG, "onednn", line + fused + linked);
   return *plans_.emplace(std::make_tuple(batch, training, threads), std::move(plan)).first->second;
 }
 

@@ -34,6 +34,9 @@ class PostActivation {
   // sequence, `value_desc`: the value as the graph sees it; one buffer).
   dnnl::memory finish(LayerBuilder& builder, const md& dst, const md& value_desc);
 
+  // Whether it is the identity: the primitive's output is the layer's, and its gradient the output's.
+  bool linear() const { return spec_.identity; }
+
   void forward(const Exec& exec) const;
   // From d loss / d output, d loss / d pre-activation (computed in place; the output's gradient is not read again).
   const dnnl::memory& backward(const Exec& exec, const dnnl::memory& diff_out);

@@ -8,9 +8,11 @@
 //
 // The layer runs on our own kernels (norm_clip.hpp), in float32 or bf16, not on oneDNN 2.6's batch-norm primitive:
 // that fuses only a relu, and over the channels-last bf16 maps of AMX convolutions it ran at about 15 GB/s, a
-// quarter of a bf16 ResNet step. In float32 over channel-blocked maps the two ran the ResNet alike.
+// quarter of a bf16 ResNet step. In float32 over channel-blocked maps the two ran the ResNet alike. Where the
+// convolution before it runs in chunks, that convolution does parts of the work on each chunk (norm_link.hpp).
 #include "../edge.hpp"
 #include "../norm_clip.hpp"
+#include "../norm_link.hpp"
 #include "../weights.hpp"
 #include "registry.hpp"
 
@@ -65,7 +67,8 @@ class BatchNorm : public Layer {
   BatchNorm(const NodeSpec& node, LayerBuilder& b, ClipBounds clip) : spec_(read_batch_norm(node, b)), clip_(clip) {
     const md given = b.compute_desc(b.input(0));
     // The producer's layout when it has runs of channels, else a copy blocked by 16.
-    const md wanted = channel_runs(given) ? given : channel_blocked(given);
+    const bool in_place = channel_runs(given).has_value();
+    const md wanted = in_place ? given : channel_blocked(given);
     const std::optional<ChannelRuns> runs = channel_runs(wanted);
     if (!runs) node.fail(RAMJET_ERR_INTERNAL, "batch_norm cannot read its input's layout");
     runs_ = *runs;
@@ -73,6 +76,12 @@ class BatchNorm : public Layer {
     in_ = Edge(b, b.input(0), wanted);
     out_ = &b.output();
     b.define_output(wanted);
+    if (b.norm_link() && b.norm_link()->offered && in_place) {  // the convolution's chunks do parts of the work
+      link_ = b.norm_link();
+      link_->runs = &runs_;
+      link_->scratch = &scratch_;
+      link_->clip = clip_;
+    }
     const md per_channel({runs_.channels}, dt::f32, tag::a);
     mean_ = b.transient(per_channel);
     variance_ = b.transient(per_channel);
@@ -87,7 +96,10 @@ class BatchNorm : public Layer {
     const void* x = in_.mem().get_data_handle();
     void* y = out_->mem.get_data_handle();
     if (exec.training) {
-      channel_moments(x, runs_, scratch_, floats(mean_), floats(variance_));
+      if (link_)  // the convolution's chunks summed the runs
+        finish_moments(runs_, scratch_, floats(mean_), floats(variance_));
+      else
+        channel_moments(x, runs_, scratch_, floats(mean_), floats(variance_));
       move_statistics(spec_, floats(mean_), floats(variance_));
       return normalize_clip(x, runs_, batch_statistics(), clip_, scratch_, y);
     }
@@ -98,6 +110,16 @@ class BatchNorm : public Layer {
 
   void backward(const Exec& exec) override {
     const dnnl::memory& dy = read_diff(*out_);
+    if (link_) {  // the input gradient is made by the convolution's chunks, where its backward reads it
+      const dnnl::memory dgamma = gamma_grad_.target(exec), dbeta = beta_grad_.target(exec);
+      exec.stream.wait();
+      norm_clip_grad_sums(in_.mem().get_data_handle(), dy.get_data_handle(), runs_, batch_statistics(), clip_,
+                          scratch_, floats(dgamma), floats(dbeta));
+      gamma_grad_.commit(exec);
+      beta_grad_.commit(exec);
+      link_->dy = dy.get_data_handle();
+      return;
+    }
     const dnnl::memory dx = in_.needs_grad() ? in_.begin_diff() : dnnl::memory();
     const dnnl::memory dgamma = gamma_grad_.target(exec);
     const dnnl::memory dbeta = beta_grad_.target(exec);
@@ -119,6 +141,7 @@ class BatchNorm : public Layer {
   Edge in_;
   ChannelRuns runs_;
   NormScratch scratch_;  // the kernels' working memory, made once
+  NormLink* link_ = nullptr;  // to the convolution before it, where this layer took its offer
   Value* out_ = nullptr;
   dnnl::memory mean_, variance_;  // the last training batch's statistics
   GradSink gamma_grad_, beta_grad_;
