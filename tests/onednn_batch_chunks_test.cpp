@@ -2,7 +2,8 @@
 // two threads and a batch of 32, each convolution runs as two chunks of 16 taken by whichever thread is free. Its
 // outputs and gradients must be those of the whole batch on one thread (within float32's reduction-order
 // tolerance), and the same bits from run to run and step to step whichever thread took which chunk. The same holds
-// where a max_pool that reads a convolution runs in its chunks (layers/chunk_max_pool.hpp).
+// where a max_pool that reads a convolution runs in its chunks (layers/chunk_max_pool.hpp); a batch norm whose
+// statistics are summed there gives the bits of its own pass.
 #include "onednn_harness.hpp"
 #include "ramjet/plugin/log.hpp"
 #include "onednn_models.hpp"
@@ -368,7 +369,7 @@ TEST(OnednnBatchChunks, ATappedConvolutionBeforeAPoolIsStillSeen) {
 namespace {
 
 // Convolutions each read only by a batch norm (with relu6, relu, and nothing after it), so that each convolution
-// does parts of its batch norm's work on its chunks (plugins/onednn/norm_link.hpp): a one-channel stem, a stride-2
+// sums its batch norm's statistics on its chunks (plugins/onednn/norm_link.hpp): a one-channel stem, a stride-2
 // depthwise one and a 1x1.
 json normalised_convolution_graph() {
   return Ir()
@@ -440,8 +441,8 @@ NormStepsResult normalised_steps(const char* precision, const std::vector<std::s
   return r;
 }
 
-// The batch norms' statistics summed on their convolutions' chunks, and their input gradients made there, give
-// the bits of the batch norms' own passes over the whole batch: outputs, gradients, and the moving statistics.
+// The batch norms' statistics summed on their convolutions' chunks give the bits of the batch norms' own passes
+// over the whole batch: outputs, gradients, and the moving statistics.
 // `linked_norms`: the debug line's list of them (with AMX, the bf16 1x1 convolution runs over the whole batch: on
 // its small map the weight gradient pays in float32, conv2d_choice.hpp).
 void expect_norms_in_chunks_as_on_their_own(const char* precision, const std::string& linked_norms) {

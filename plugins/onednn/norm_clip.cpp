@@ -157,13 +157,6 @@ void run_moments(const void* x, const ChannelRuns& r, NormScratch& s, const RunK
                   out + 2 * r.lanes);
 }
 
-// dx of one run (dx: that run's start).
-void run_input_grad(const void* x, const void* dy, const ChannelRuns& r, ClipBounds clip, const NormScratch& s,
-                    const RunKernels& kernels, int64_t group, int64_t example, void* dx) {
-  const int64_t run = run_offset(r, group, example), k = group * r.lanes;
-  kernels.clip_backward(at(x, r, run), at(dy, r, run), dx, r.positions, r.position_stride, run_norm(s, group, r.lanes),
-                        &s.a[k], &s.b[k], &s.c[k], clip.lo, clip.hi);
-}
 // The group's totals per lane, in double, in the scratch's first and second.
 void total(NormScratch& s, const ChannelRuns& r, int64_t group) {
   std::fill(s.first.begin(), s.first.end(), 0.0);
@@ -231,6 +224,7 @@ NormScratch::NormScratch(const ChannelRuns& r) {
   parts.assign(padded * static_cast<size_t>(r.examples) * 3, 0.0f);
   first.assign(lanes, 0.0);
   second.assign(lanes, 0.0);
+  third.assign(lanes, 0.0);
 }
 
 void channel_moments(const void* x, const ChannelRuns& r, NormScratch& s, float* mean, float* variance) {
@@ -246,26 +240,27 @@ void example_moments(const void* x, const ChannelRuns& r, NormScratch& s, int64_
 }
 
 void finish_moments(const ChannelRuns& r, NormScratch& s, float* mean, float* variance) {
-  // Each run's mean and sum of squared deviations, from its sums around its own first value, joined to those of
-  // the examples before it (Chan, Golub and LeVeque's pairwise update), in double and in example order.
-  const double P = static_cast<double>(r.positions);
+  // Each run's sums around its own first value, moved to sums around the channel's first run's (exact algebra, in
+  // double), added in example order.
+  const double P = static_cast<double>(r.positions), count = static_cast<double>(r.count());
+  std::vector<double>& reference = s.third;
   for (int64_t g = 0; g < r.groups(); ++g) {
-    std::fill(s.first.begin(), s.first.end(), 0.0);   // mean so far
-    std::fill(s.second.begin(), s.second.end(), 0.0);  // squared deviations so far
+    const float* first_run = run_part(s, r, g, 0);
+    for (int64_t j = 0; j < r.lanes; ++j) reference[j] = first_run[2 * r.lanes + j];
+    std::fill(s.first.begin(), s.first.end(), 0.0);
+    std::fill(s.second.begin(), s.second.end(), 0.0);
     for (int64_t n = 0; n < r.examples; ++n) {
       const float* part = run_part(s, r, g, n);
-      const double before = static_cast<double>(n) * P, after = before + P;
       for (int64_t j = 0; j < r.lanes; ++j) {
-        const double s1 = part[j], s2 = part[r.lanes + j];
-        const double run_mean = part[2 * r.lanes + j] + s1 / P, run_squares = std::max(0.0, s2 - s1 * s1 / P);
-        const double delta = run_mean - s.first[j];
-        s.first[j] += delta * P / after;
-        s.second[j] += run_squares + delta * delta * before * P / after;
+        const double s1 = part[j], s2 = part[r.lanes + j], d = part[2 * r.lanes + j] - reference[j];
+        s.first[j] += s1 + P * d;
+        s.second[j] += s2 + d * (2.0 * s1 + P * d);
       }
     }
     for (int64_t j = 0; j < r.lanes && g * r.lanes + j < r.channels; ++j) {
-      mean[g * r.lanes + j] = static_cast<float>(s.first[j]);
-      variance[g * r.lanes + j] = static_cast<float>(s.second[j] / static_cast<double>(r.count()));
+      const double m = s.first[j] / count;
+      mean[g * r.lanes + j] = static_cast<float>(reference[j] + m);
+      variance[g * r.lanes + j] = static_cast<float>(std::max(0.0, s.second[j] / count - m * m));
     }
   }
 }
@@ -281,8 +276,8 @@ void normalize_clip(const void* x, const ChannelRuns& r, const NormInputs& norm,
   });
 }
 
-void norm_clip_grad_sums(const void* x, const void* dy, const ChannelRuns& r, const NormInputs& norm,
-                         ClipBounds clip, NormScratch& s, float* dgamma, float* dbeta) {
+void norm_clip_backward(const void* x, const void* dy, const ChannelRuns& r, const NormInputs& norm,
+                        ClipBounds clip, NormScratch& s, void* dx, float* dgamma, float* dbeta) {
   const int64_t groups = r.groups(), C = r.channels, lanes = r.lanes;
   pad_norm(norm, r, s);
   const RunKernels& kernels = run_kernels(r);
@@ -311,23 +306,11 @@ void norm_clip_grad_sums(const void* x, const void* dy, const ChannelRuns& r, co
       s.c[ch] = static_cast<float>(-gamma_inv_std * s.first[j] / count);
     }
   }
-}
-
-void example_input_grad(const void* x, const void* dy, const ChannelRuns& r, ClipBounds clip, const NormScratch& s,
-                        int64_t first, int64_t count, void* dx) {
-  const RunKernels& kernels = run_kernels(r);
-  for (int64_t n = first; n < first + count; ++n)
-    for (int64_t g = 0; g < r.groups(); ++g)
-      run_input_grad(x, dy, r, clip, s, kernels, g, n, at(dx, r, run_offset(r, g, n - first)));
-}
-
-void norm_clip_backward(const void* x, const void* dy, const ChannelRuns& r, const NormInputs& norm,
-                        ClipBounds clip, NormScratch& s, void* dx, float* dgamma, float* dbeta) {
-  norm_clip_grad_sums(x, dy, r, norm, clip, s, dgamma, dbeta);
   if (!dx) return;
-  const RunKernels& kernels = run_kernels(r);
   for_each_run(r, /*reverse=*/false, [&](int64_t g, int64_t n) {
-    run_input_grad(x, dy, r, clip, s, kernels, g, n, at(dx, r, run_offset(r, g, n)));
+    const int64_t run = run_offset(r, g, n), k = g * lanes;
+    kernels.clip_backward(at(x, r, run), at(dy, r, run), at(dx, r, run), r.positions, r.position_stride,
+                          run_norm(s, g, lanes), &s.a[k], &s.b[k], &s.c[k], clip.lo, clip.hi);
   });
 }
 

@@ -50,14 +50,15 @@ struct NormScratch {
   NormScratch() = default;
   std::vector<float> mean, scale, beta, a, b, c;  // per channel, padded to whole groups
   std::vector<float> parts;                       // up to three sums per lane of every run
-  std::vector<double> first, second;              // a group's totals per lane
+  std::vector<double> first, second, third;       // a group's totals per lane
 };
 
 // In the functions below, x, y, dy and dx point at values of runs.type in the runs' layout, and `scratch` was made
 // for `runs`.
 
 // Per channel, the mean and the biased variance over examples and positions: each run (one example's positions)
-// summed around its own first value, the runs joined in double in example order. Whether the runs are summed here
+// summed around its own first value, so that values far from zero beside a small spread lose nothing to
+// cancellation; the runs' sums added in double in example order. Whether the runs are summed here
 // on the plan's threads, or by the layer that made x a few examples at a time (example_moments, then
 // finish_moments), the results are the same bits.
 void channel_moments(const void* x, const ChannelRuns& runs, NormScratch& scratch, float* mean, float* variance);
@@ -87,13 +88,4 @@ void normalize_clip(const void* x, const ChannelRuns& runs, const NormInputs& no
 // unless dx is null, d x (in x's layout; padding lanes 0).
 void norm_clip_backward(const void* x, const void* dy, const ChannelRuns& runs, const NormInputs& norm,
                         ClipBounds clip, NormScratch& scratch, void* dx, float* dgamma, float* dbeta);
-// The same in two parts, for a layer that computes d x a few examples at a time where it reads it: the sums (d
-// gamma, d beta, and in the scratch what d x needs), on the plan's threads; then d x of examples [first, first +
-// count) on the calling thread alone, written from dx on (a buffer of `count` examples in x's layout), reading
-// what norm_clip_grad_sums left in the scratch. Same bits as norm_clip_backward.
-void norm_clip_grad_sums(const void* x, const void* dy, const ChannelRuns& runs, const NormInputs& norm,
-                         ClipBounds clip, NormScratch& scratch, float* dgamma, float* dbeta);
-void example_input_grad(const void* x, const void* dy, const ChannelRuns& runs, ClipBounds clip,
-                        const NormScratch& scratch, int64_t first, int64_t count, void* dx);
-
 }  // namespace onednn

@@ -86,13 +86,12 @@ std::map<size_t, size_t> conv_max_pool_pairs(const Graph& graph, const std::map<
   return pairs;
 }
 
-// conv2d nodes whose one reader is a batch_norm built right after them, and that batch norm: the two may share
-// their work on each chunk of the batch (norm_link.hpp). Right after, so that no other layer's backward runs between
-// theirs, while the convolution still reads the batch norm's output gradient.
+// conv2d nodes whose one reader is a batch_norm, and that batch norm: the convolution may sum the batch norm's
+// statistics on its chunks of the batch (norm_link.hpp).
 std::map<size_t, size_t> conv_norm_pairs(const Graph& graph, const std::map<size_t, size_t>& sole) {
   std::map<size_t, size_t> pairs;
   for (const auto& [i, reader] : sole)
-    if (graph.nodes[i].op == "conv2d" && graph.nodes[reader].op == "batch_norm" && reader == i + 1) pairs[i] = reader;
+    if (graph.nodes[i].op == "conv2d" && graph.nodes[reader].op == "batch_norm") pairs[i] = reader;
   return pairs;
 }
 
@@ -148,10 +147,6 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
     norm_links_.push_back(std::make_unique<NormLink>());
     links[conv] = links[norm] = norm_links_.back().get();
   }
-  // A linked convolution's own buffers, and the gradient of its input, are placed apart from its batch norm's
-  // output gradient, which its backward reads: they are let go only once the batch norm is built.
-  std::vector<ArenaCursor::Placed> held_for_the_norm;
-  std::vector<const Value*> ending_at_the_norm;
   std::set<size_t> absorbed;  // activation (or pool) nodes whose batch norm or add (convolution) made their value
   for (const auto& [norm, activation] : fused) {
     absorbed.insert(activation);
@@ -196,20 +191,9 @@ Plan::Plan(const Graph& graph, const CompileOptions& options, ParameterStore& pa
     holdings.hold(*out, out->diff, ArenaCursor::Side::backward);
     holdings.hold(*out, out->diff_scratch, ArenaCursor::Side::backward);
     // What the layer placed for itself lives within its step: a training plan keeps the forward side for backward.
-    std::vector<ArenaCursor::Placed> placed = cursor.take_recent();
-    std::vector<const Value*> ended = ending[i];
-    if (norms.count(i)) {  // the batch norm is the next node
-      held_for_the_norm = std::move(placed);
-      ending_at_the_norm = std::move(ended);
-      continue;
-    }
-    placed.insert(placed.end(), held_for_the_norm.begin(), held_for_the_norm.end());
-    ended.insert(ended.end(), ending_at_the_norm.begin(), ending_at_the_norm.end());
-    held_for_the_norm.clear();
-    ending_at_the_norm.clear();
-    for (const auto& p : placed)
-      if (!holdings.held(p.block) && p.side == reused) cursor.release(p.block);
-    for (const Value* v : ended) holdings.let_go(*v, reused);
+    for (const auto& placed : cursor.take_recent())
+      if (!holdings.held(placed.block) && placed.side == reused) cursor.release(placed.block);
+    for (const Value* v : ending[i]) holdings.let_go(*v, reused);
   }
   if (graph.loss) loss_ = std::make_unique<Loss>(*graph.loss, builder, value(graph.loss->input));
   for (const std::string& name : graph.outputs) outputs_.push_back(host_copy(value(name), false));

@@ -9,7 +9,7 @@
 // The layer runs on our own kernels (norm_clip.hpp), in float32 or bf16, not on oneDNN 2.6's batch-norm primitive:
 // that fuses only a relu, and over the channels-last bf16 maps of AMX convolutions it ran at about 15 GB/s, a
 // quarter of a bf16 ResNet step. In float32 over channel-blocked maps the two ran the ResNet alike. Where the
-// convolution before it runs in chunks, that convolution does parts of the work on each chunk (norm_link.hpp).
+// convolution before it runs in chunks, that convolution sums the statistics' runs on each chunk (norm_link.hpp).
 #include "../edge.hpp"
 #include "../norm_clip.hpp"
 #include "../norm_link.hpp"
@@ -80,7 +80,6 @@ class BatchNorm : public Layer {
       link_ = b.norm_link();
       link_->runs = &runs_;
       link_->scratch = &scratch_;
-      link_->clip = clip_;
     }
     const md per_channel({runs_.channels}, dt::f32, tag::a);
     mean_ = b.transient(per_channel);
@@ -110,16 +109,6 @@ class BatchNorm : public Layer {
 
   void backward(const Exec& exec) override {
     const dnnl::memory& dy = read_diff(*out_);
-    if (link_) {  // the input gradient is made by the convolution's chunks, where its backward reads it
-      const dnnl::memory dgamma = gamma_grad_.target(exec), dbeta = beta_grad_.target(exec);
-      exec.stream.wait();
-      norm_clip_grad_sums(in_.mem().get_data_handle(), dy.get_data_handle(), runs_, batch_statistics(), clip_,
-                          scratch_, floats(dgamma), floats(dbeta));
-      gamma_grad_.commit(exec);
-      beta_grad_.commit(exec);
-      link_->dy = dy.get_data_handle();
-      return;
-    }
     const dnnl::memory dx = in_.needs_grad() ? in_.begin_diff() : dnnl::memory();
     const dnnl::memory dgamma = gamma_grad_.target(exec);
     const dnnl::memory dbeta = beta_grad_.target(exec);

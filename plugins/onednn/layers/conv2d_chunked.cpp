@@ -1,7 +1,7 @@
 // conv2d over a batch cut into chunks of examples (batch_chunks.hpp): the convolution of conv2d.cpp, with each
 // chunk's forward, backward-weights and backward-data run by one thread on primitives built for one thread, and
-// the weight gradient summed over the chunks in chunk order. A batch norm that reads the output may have parts of
-// its work done on each chunk too (norm_link.hpp). Used where the plan has more than one thread, the
+// the weight gradient summed over the chunks in chunk order. A batch norm that reads the output may have its
+// statistics summed on each chunk too (norm_link.hpp). Used where the plan has more than one thread, the
 // batch cuts into equal chunks, and the one-thread primitives are JIT kernels whose layouts keep the examples
 // apart; elsewhere (one thread, other batches, a conv1d, AMX's bf16 weight gradient where conv2d_choice.hpp says
 // float32 pays, a reference kernel) conv2d.cpp builds its whole-batch layer. A max_pool that is the convolution's
@@ -265,7 +265,6 @@ class ChunkedConv2D : public Layer {
         b.use_lane_scratchpad(p.data, lane.data_args, static_cast<int>(i));
       }
       if (pool) add_pool_args(b, *pool, lane, static_cast<int>(i));
-      if (link_ && weights) lane.norm_dx = b.transient_grad(dst);  // plan.cpp keeps it apart from the norm's dy
     }
   }
 
@@ -299,14 +298,8 @@ class ChunkedConv2D : public Layer {
   // Each chunk's backward-weights and backward-data one after the other, while the chunk's output gradient is in
   // the thread's cache.
   void backward(const Exec& exec) override {
-    // With the batch norm's input gradient still to make (norm_link.hpp), each chunk makes its own from the norm's
-    // output gradient, and the output's gradient buffer is not read.
-    const void* norm_dy = link_ ? link_->dy : nullptr;
-    if (!norm_dy) read_diff(*out_);
-    char* diff =
-        norm_dy ? nullptr
-                : static_cast<char*>((pooled_ ? out_->diff : act_.backward(exec, out_->diff)).get_data_handle());
-    const void* dst = norm_dy ? dst_.get_data_handle() : nullptr;
+    read_diff(*out_);
+    char* diff = static_cast<char*>((pooled_ ? out_->diff : act_.backward(exec, out_->diff)).get_data_handle());
     char* src = static_cast<char*>(in_.mem().get_data_handle());
     char* pooled = pooled_ ? static_cast<char*>(out_->mem.get_data_handle()) : nullptr;
     char* workspace = workspace_ ? static_cast<char*>(workspace_.get_data_handle()) : nullptr;
@@ -335,10 +328,6 @@ class ChunkedConv2D : public Layer {
                             lane.dst.get_data_handle());
         else
           Exec::run_on(lane.stream, pool_backward_, lane.pool_backward_args);
-      } else if (norm_dy) {
-        example_input_grad(dst, norm_dy, *link_->runs, link_->clip, *link_->scratch, c * examples_, examples_,
-                           lane.norm_dx.get_data_handle());
-        lane.dst.set_data_handle(lane.norm_dx.get_data_handle());
       } else {
         lane.dst.set_data_handle(diff + c * dst_bytes_);
       }
@@ -363,7 +352,6 @@ class ChunkedConv2D : public Layer {
       lane.diff_src.set_data_handle(diff_src + c * src_bytes_);
       Exec::run_on(lane.stream, backward_data_, lane.data_args);
     });
-    if (link_) link_->dy = nullptr;
     sum_in_order(kernel_parts_, kernel_grad_.target(exec), lane_count());
     kernel_grad_.commit(exec);
     if (bias_grad_) {
@@ -387,7 +375,6 @@ class ChunkedConv2D : public Layer {
     // bf16 maps with a float32 weight gradient: the chunk's input and output gradient in float32.
     dnnl::memory src32, dst32;
     Args widen_src_args, widen_dst_args;
-    dnnl::memory norm_dx;  // linked to a batch norm: the chunk's output gradient, made from the norm's
   };
   int lane_count() const { return static_cast<int>(lanes_.size()); }
 
@@ -450,7 +437,7 @@ class ChunkedConv2D : public Layer {
   Args flip_args_;
   dnnl::reorder flip_reorder_, fill_, place_;
   dnnl::convolution_forward tiles_;
-  NormLink* link_ = nullptr;  // to the batch norm that reads the output, where this layer offered it the chunks
+  NormLink* link_ = nullptr;  // to the batch norm that reads the output, where this layer offered it its chunks
   int64_t chunks_, examples_;
   size_t src_bytes_ = 0, dst_bytes_ = 0, pooled_bytes_ = 0, workspace_bytes_ = 0;  // one chunk's
   std::vector<dnnl::memory> kernel_parts_, bias_parts_;  // each chunk's weight gradient
