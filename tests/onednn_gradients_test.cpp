@@ -274,6 +274,42 @@ TEST(OnednnGradients, ResidualAddWithItsActivationFusedAgreesWithTheTwoApart) {
   }
 }
 
+// The same on maps large enough that the fused backward (kernels.hpp's clip_grad_to_both) splits them over two
+// threads in vectors, in float32 and bf16: the same bits as the activation's own backward and the add's copies.
+TEST(OnednnGradients, ALargeResidualAddWithItsActivationGivesTheBitsOfTheTwoApart) {
+  const json g = Ir()
+                     .input("x", {16, 16, 3})
+                     .conv("c1", "x", 3, {16, 16, 16}, {{"filters", 16}, {"kernel", {3, 3}}, {"padding", {1, 1, 1, 1}}})
+                     .conv("c2", "x", 3, {16, 16, 16}, {{"filters", 16}, {"kernel", {1, 1}}})
+                     .node("sum", "add", {"c1", "c2"}, {16, 16, 16})  // 16 x 16 x 16 x 16 values: a team's work
+                     .node("act", "activation", {"sum"}, {16, 16, 16}, {{"activation", "relu6"}})
+                     .node("gap", "global_avg_pool", {"act"}, {16})
+                     .dense("fc", "gap", 16, 3)
+                     .classifier("fc");
+  for (const char* precision : {"float32", "mixed_bfloat16"}) {
+    SCOPED_TRACE(precision);
+    std::map<std::string, std::vector<float>> grads[2];
+    for (int tapped = 0; tapped < 2; ++tapped) {
+      Harness h(json{{"threads", 2}});
+      const Status compiled =
+          h.compile(g, {{"batch", 16}, {"precision", precision}, {"optimizer", {{"type", "sgd"}}}});
+      if (!compiled.ok() && compiled.message.find("needs a CPU with AVX-512") != std::string::npos)
+        GTEST_SKIP() << "this CPU cannot run mixed_bfloat16: " << compiled.message;
+      ASSERT_TRUE(compiled.ok()) << compiled.message;
+      Example params = random_params(g, 43, 2.0f);  // sums that cross 0 and 6
+      ASSERT_TRUE(h.set_state("parameters", params).ok());
+      TapLog log;
+      if (tapped) ASSERT_TRUE(h.set_taps(json::array({"sum"}), &record_tap, &log).ok());
+      Example batch = batch_of({16, 16, 3}, 16, 3, 44), out;
+      ASSERT_TRUE(h.forward(batch, out, true).ok());
+      ASSERT_TRUE(h.backward().ok());
+      Example g_out = h.state("gradients");
+      for (const char* name : {"c1/kernel", "c1/bias", "c2/kernel", "c2/bias"}) grads[tapped][name] = values(g_out, name);
+    }
+    for (const auto& [name, v] : grads[0]) EXPECT_EQ(v, grads[1].at(name)) << name;
+  }
+}
+
 TEST(OnednnGradients, AddOfInputAndLayer) {
   // One addend is a graph input (no gradient wanted), in nhwc, the other a conv output.
   json g = Ir()

@@ -135,6 +135,33 @@ void add_memory(const dnnl::memory& dst, const dnnl::memory& src) {
   add_floats(floats(dst), floats(src), float_count(dst));
 }
 
+namespace {
+// clip_grad_to_both over one element type: Bits moves dy's values untouched, Widen reads y as a float.
+template <class Bits, class Widen>
+void clip_grad_to_both(const Bits* y, const Bits* dy, float lo, float hi, Bits* first, Bits* second, int64_t n,
+                       Widen widen_y) {
+#pragma omp parallel for simd if (n >= static_cast<int64_t>(kParallelMin)) schedule(dynamic, kElementsPerHandout)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = widen_y(y[i]);
+    const Bits pass = static_cast<Bits>(-static_cast<Bits>((v > lo) & (v < hi)));  // all ones, or zero: no branch
+    const Bits g = dy[i] & pass;
+    first[i] = g;
+    second[i] = g;
+  }
+}
+}  // namespace
+
+void clip_grad_to_both(const dnnl::memory& y, const dnnl::memory& dy, float lo, float hi, const dnnl::memory& first,
+                       const dnnl::memory& second) {
+  if (is_bf16(y))
+    return clip_grad_to_both(halves(y), halves(dy), lo, hi, halves(first), halves(second),
+                             static_cast<int64_t>(half_count(y)), [](uint16_t b) { return widen(b); });
+  auto bits = [](const dnnl::memory& m) { return static_cast<uint32_t*>(m.get_data_handle()); };
+  clip_grad_to_both(bits(y), bits(dy), lo, hi, bits(first), bits(second),
+                    static_cast<int64_t>(y.get_desc().get_size() / sizeof(uint32_t)),
+                    [](uint32_t b) { return std::bit_cast<float>(b); });
+}
+
 void convert_memory(const dnnl::memory& dst, const dnnl::memory& src, bool accumulate) {
   if (is_bf16(dst)) {
     uint16_t* d = halves(dst);

@@ -47,5 +47,9 @@ void add_memory(const dnnl::memory& dst, const dnnl::memory& src);  // dst += sr
 // dst = src (or dst += src) between float32 and bf16 buffers that hold the same elements in the same order.
 void convert_memory(const dnnl::memory& dst, const dnnl::memory& src, bool accumulate);
 void dropout_memory(const dnnl::memory& dst, const dnnl::memory& src, float rate, uint64_t seed, uint64_t salt);
+// The gradient of y = clamp(sum of inputs, lo, hi) for each of the two inputs, in one pass: first = second = dy
+// where lo < y < hi, else 0 (a NaN in y passes nothing). y, dy, first and second share one descriptor.
+void clip_grad_to_both(const dnnl::memory& y, const dnnl::memory& dy, float lo, float hi, const dnnl::memory& first,
+                       const dnnl::memory& second);
 
 }  // namespace onednn

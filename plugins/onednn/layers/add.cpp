@@ -2,9 +2,11 @@
 // than the first are reordered to it; the gradient of each input is the output's. Two inputs are added by oneDNN's
 // binary primitive, with the relu or relu6 that reads the sum as its post-op when the plan fused one in
 // (activation_pairs): a residual block's add and relu then make one pass over memory, forward and backward, and
-// the relu keeps no output of its own. More inputs go through the sum primitive.
+// the relu keeps no output of its own (backward: the gradient through the clip written to both inputs at once,
+// clip_grad_to_both). More inputs go through the sum primitive.
 #include "../edge.hpp"
 #include "../kernels.hpp"
+#include "../norm_clip.hpp"
 #include "activation.hpp"
 #include "registry.hpp"
 
@@ -35,6 +37,7 @@ class Add : public Layer {
       const dnnl::binary::primitive_desc pd({dnnl::algorithm::binary_add, desc, desc, desc}, attr, b.engine());
       add_ = dnnl::binary(pd);
       act_.finish(b, desc);
+      if (!fused.empty()) clip_ = clip_of(fused);
       out_ = &b.output();
       args_ = {{DNNL_ARG_SRC_0, in_[0].mem()}, {DNNL_ARG_SRC_1, in_[1].mem()}, {DNNL_ARG_DST, out_->mem}};
       b.use_scratchpad(pd, args_);
@@ -56,6 +59,15 @@ class Add : public Layer {
   }
 
   void backward(const Exec& exec) override {
+    if (clip_ && in_[0].needs_grad() && in_[1].needs_grad() && &in_[0].value() != &in_[1].value()) {
+      const dnnl::memory& dy = read_diff(*out_);
+      const dnnl::memory first = in_[0].begin_diff(), second = in_[1].begin_diff();
+      exec.stream.wait();
+      clip_grad_to_both(out_->mem, dy, clip_->lo, clip_->hi, first, second);
+      in_[0].end_diff(exec);
+      in_[1].end_diff(exec);
+      return;
+    }
     const dnnl::memory& diff = act_.backward(exec, read_diff(*out_));
     for (Edge& e : in_) {
       if (!e.needs_grad()) continue;
@@ -68,6 +80,7 @@ class Add : public Layer {
   std::vector<Edge> in_;
   Value* out_ = nullptr;
   PostActivation act_;  // the fused relu or relu6, else the identity
+  std::optional<ClipBounds> clip_;  // the fused activation's, for backward
   dnnl::primitive add_;  // binary (two inputs) or sum
   Args args_;
 };
