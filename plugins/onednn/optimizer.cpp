@@ -1,5 +1,7 @@
 #include "optimizer.hpp"
 
+#include "isa.hpp"
+
 #include <cmath>
 
 namespace onednn {
@@ -55,6 +57,35 @@ void rmsprop_step(const RmspropStep& k, float* w, const float* grad, int64_t n, 
     }
   }
 }
+// Adam's (and AdamW's) numbers for one step.
+struct AdamStep {
+  float decay, gs, l2, b1, c1, b2, c2, alpha, eps;
+};
+
+// One element's Adam step, Keras's operations in Keras's order.
+[[gnu::always_inline]] inline void adam_element(const AdamStep& k, float* w, const float* grad, float* m, float* v,
+                                                int64_t i) {
+  w[i] -= k.decay * w[i];
+  const float g = grad[i] * k.gs + k.l2 * w[i];
+  m[i] = k.b1 * m[i] + k.c1 * g;
+  v[i] = k.b2 * v[i] + k.c2 * g * g;
+  w[i] -= k.alpha * m[i] / (std::sqrt(v[i]) + k.eps);
+}
+
+void adam_step(const AdamStep k, float* w, const float* grad, float* m, float* v, int64_t n) {
+#pragma omp parallel for simd if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) adam_element(k, w, grad, m, v, i);
+}
+
+// The same in AVX-512's 16-float vectors: from the baseline's 4, with a divide and a square root each, the update
+// was about 6 % of the CNN's bf16 step (perf, the AMX Xeon).
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+void adam_step_avx512(const AdamStep k, float* w, const float* grad, float* m, float* v, int64_t n) {
+#pragma omp parallel for simd if (n >= kParallelMin)
+  for (int64_t i = 0; i < n; ++i) adam_element(k, w, grad, m, v, i);
+}
+#pragma GCC pop_options
 }  // namespace
 
 Optimizer::Optimizer(const OptimizerSpec& spec, ParameterStore& params) : spec_(spec) {
@@ -116,16 +147,12 @@ void Optimizer::update(const ramjet_update_args& args) {
                                                (1.0 - std::pow(spec_.beta_1, t)));
         const bool decoupled = spec_.type == OptimizerSpec::Type::adamw;
         const float l2 = decoupled ? 0.0f : wd, decay = decoupled && e.decay ? lr * wd : 0.0f;
-        float* m = e.slot[0];
-        float* v = e.slot[1];
-#pragma omp parallel for simd if (n >= kParallelMin)
-        for (int64_t i = 0; i < n; ++i) {
-          w[i] -= decay * w[i];
-          const float g = grad[i] * gs + l2 * w[i];
-          m[i] = b1 * m[i] + c1 * g;
-          v[i] = b2 * v[i] + c2 * g * g;
-          w[i] -= alpha * m[i] / (std::sqrt(v[i]) + eps);
-        }
+        const AdamStep k{decay, gs, l2, b1, c1, b2, c2, alpha, eps};
+        static const bool avx512 = avx512_allowed();
+        if (avx512)
+          adam_step_avx512(k, w, grad, e.slot[0], e.slot[1], n);
+        else
+          adam_step(k, w, grad, e.slot[0], e.slot[1], n);
         break;
       }
       case OptimizerSpec::Type::rmsprop: {
