@@ -9,6 +9,7 @@
 #include "test_support.hpp"
 
 #include <gtest/gtest.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -211,6 +212,36 @@ Example follow_rule(const json& optimizer, Rule rule, const std::vector<std::str
 }
 
 }  // namespace
+
+// Gradients of 1e-20: their squares (1e-40) and the second moments built from them are subnormal floats, which the
+// update flushes to zero (optimizer.cpp: each square root and division of one took a microcode assist), so those
+// moments are exactly 0, while the first moments (1e-21) are ordinary floats and kept. The caller's thread gets its
+// floating-point mode back. A 128 x 128 kernel takes the plan's threads and, where allowed, AVX-512's loop.
+TEST(OnednnOptimizer, SubnormalSecondMomentsAreFlushedAndTheCallersModeIsKept) {
+  const json g = Ir().input("x", {128}).dense("d", "x", 128, 128).dense("out", "d", 128, 2).classifier("out");
+  for (const json& optimizer : {json{{"type", "adam"}}, json{{"type", "rmsprop"}}}) {
+    SCOPED_TRACE(optimizer.dump());
+    Harness h(json{{"threads", 2}});
+    ASSERT_TRUE(h.compile(g, {{"batch", 4}, {"optimizer", optimizer}}).ok());
+    Example params = random_params(g, 3, 0.5f), grads;
+    ASSERT_TRUE(h.set_state("parameters", params).ok());
+    for (const auto& [name, spec] : g["params"].items()) {
+      const Shape shape = spec["shape"].get<Shape>();
+      put(grads, name, shape, std::vector<float>(static_cast<size_t>(count_of(shape)), 1e-20f));
+    }
+    ASSERT_TRUE(h.set_state("gradients", grads).ok());
+    const unsigned mode = _mm_getcsr();
+    ASSERT_TRUE(h.update(1, 0.01f).ok());
+    EXPECT_EQ(_mm_getcsr(), mode);
+    Example slots = h.state("optimizer");
+    const bool adam = optimizer["type"] == "adam";
+    for (const auto& [name, spec] : g["params"].items()) {
+      for (float v : values(slots, name + (adam ? "/v" : "/velocity"))) ASSERT_EQ(v, 0.0f) << name;
+      if (adam)
+        for (float m : values(slots, name + "/m")) ASSERT_NEAR(m, 1e-21f, 1e-27f) << name;
+    }
+  }
+}
 
 TEST(OnednnOptimizer, RmspropFollowsKerasRule) {
   const std::vector<json> variants{
