@@ -112,21 +112,39 @@ ChunkStepResult two_chunk_steps(const json& config, const char* precision,
   return r;
 }
 
+// The backend's debug lines while it lives: stderr at debug level, captured until lines() (called once).
+class DebugLines {
+ public:
+  DebugLines() : before_(ramjet::core::log_level()) {
+    ramjet::core::set_log_level(RAMJET_LOG_DEBUG);
+    testing::internal::CaptureStderr();
+  }
+  std::string lines() {
+    std::string text = testing::internal::GetCapturedStderr();
+    ramjet::core::set_log_level(before_);
+    return text;
+  }
+
+ private:
+  ramjet_log_level before_;
+};
+
+// Compiles `g` as a training plan for batch 32 on two threads in `precision`.
+Status compile_on_two_threads(Harness& h, const json& g, const char* precision) {
+  json options = adam_options(32);
+  options["precision"] = precision;
+  return h.compile(g, options);
+}
+
 // What the cpu backend's plans fused away, by its debug line as it compiles `g` (a training plan for batch 32) on
 // two threads.
-// Whether the CPU has the AVX-512 that bf16 training and the chunks' own pool loops need.
 std::string fused_away_at_compile(const json& g, const char* precision) {
-  const ramjet_log_level before = ramjet::core::log_level();
-  ramjet::core::set_log_level(RAMJET_LOG_DEBUG);
-  testing::internal::CaptureStderr();
+  DebugLines debug;
   {
     Harness h(json{{"threads", 2}});
-    json options = adam_options(32);
-    options["precision"] = precision;
-    (void)h.compile(g, options);
+    (void)compile_on_two_threads(h, g, precision);
   }
-  const std::string err = testing::internal::GetCapturedStderr();
-  ramjet::core::set_log_level(before);
+  const std::string err = debug.lines();
   const size_t at = err.find("fused into their readers: ");
   return at == std::string::npos ? "" : err.substr(at, err.find('\n', at) - at);
 }
@@ -404,14 +422,10 @@ NormStepsResult normalised_steps(const char* precision, const std::vector<std::s
   NormStepsResult r;
   json g = normalised_convolution_graph();
   for (const std::string& o : outputs) g["outputs"].push_back(o);
-  const ramjet_log_level before = ramjet::core::log_level();
-  ramjet::core::set_log_level(RAMJET_LOG_DEBUG);
-  testing::internal::CaptureStderr();
+  DebugLines debug;
   {
     Harness h(json{{"threads", 2}});
-    json options = adam_options(32);
-    options["precision"] = precision;
-    r.compiled = h.compile(g, options);
+    r.compiled = compile_on_two_threads(h, g, precision);
     if (r.compiled.ok()) {
       Example params = random_params(g, 43, 0.5f);
       EXPECT_TRUE(h.set_state("parameters", params).ok());
@@ -434,10 +448,9 @@ NormStepsResult normalised_steps(const char* precision, const std::vector<std::s
       }
     }
   }
-  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string log = debug.lines();
   const size_t at = log.rfind("training batch 32");
   if (at != std::string::npos) r.plan = log.substr(at, log.find('\n', at) - at);
-  ramjet::core::set_log_level(before);
   return r;
 }
 
