@@ -93,8 +93,8 @@ class LayerBuilder {
     fused_pool_ = fused_pool;
     norm_link_ = nullptr;
   }
-  // After begin_node, for a conv2d whose one reader is the batch norm built next, and for that batch norm: the link
-  // between the two (norm_link.hpp), which the plan owns.
+  // After begin_node, for a conv2d whose one reader is a batch norm, and for that batch norm: the link between the
+  // two (norm_link.hpp), which the plan owns.
   void link_norm(struct NormLink* link) { norm_link_ = link; }
   // The activation the layer must apply to its output, or "" (only a batch_norm or a two-input add is asked to, and
   // only for relu and relu6: Plan's activation_pairs).

@@ -76,7 +76,8 @@ class BatchNorm : public Layer {
     in_ = Edge(b, b.input(0), wanted);
     out_ = &b.output();
     b.define_output(wanted);
-    if (b.norm_link() && b.norm_link()->offered && in_place) {  // the convolution's chunks do parts of the work
+    // The convolution's chunks sum the statistics, where this layer reads the convolution's own buffer (no copy).
+    if (b.norm_link() && b.norm_link()->offered && in_place && given == b.input(0).mem.get_desc()) {
       link_ = b.norm_link();
       link_->runs = &runs_;
       link_->scratch = &scratch_;
