@@ -224,7 +224,7 @@ NormScratch::NormScratch(const ChannelRuns& r) {
   parts.assign(padded * static_cast<size_t>(r.examples) * 3, 0.0f);
   first.assign(lanes, 0.0);
   second.assign(lanes, 0.0);
-  third.assign(lanes, 0.0);
+  reference.assign(lanes, 0.0);
 }
 
 void channel_moments(const void* x, const ChannelRuns& r, NormScratch& s, float* mean, float* variance) {
@@ -243,23 +243,22 @@ void finish_moments(const ChannelRuns& r, NormScratch& s, float* mean, float* va
   // Each run's sums around its own first value, moved to sums around the channel's first run's (exact algebra, in
   // double), added in example order.
   const double P = static_cast<double>(r.positions), count = static_cast<double>(r.count());
-  std::vector<double>& reference = s.third;
   for (int64_t g = 0; g < r.groups(); ++g) {
     const float* first_run = run_part(s, r, g, 0);
-    for (int64_t j = 0; j < r.lanes; ++j) reference[j] = first_run[2 * r.lanes + j];
+    for (int64_t j = 0; j < r.lanes; ++j) s.reference[j] = first_run[2 * r.lanes + j];
     std::fill(s.first.begin(), s.first.end(), 0.0);
     std::fill(s.second.begin(), s.second.end(), 0.0);
     for (int64_t n = 0; n < r.examples; ++n) {
       const float* part = run_part(s, r, g, n);
       for (int64_t j = 0; j < r.lanes; ++j) {
-        const double s1 = part[j], s2 = part[r.lanes + j], d = part[2 * r.lanes + j] - reference[j];
+        const double s1 = part[j], s2 = part[r.lanes + j], d = part[2 * r.lanes + j] - s.reference[j];
         s.first[j] += s1 + P * d;
         s.second[j] += s2 + d * (2.0 * s1 + P * d);
       }
     }
     for (int64_t j = 0; j < r.lanes && g * r.lanes + j < r.channels; ++j) {
       const double m = s.first[j] / count;
-      mean[g * r.lanes + j] = static_cast<float>(reference[j] + m);
+      mean[g * r.lanes + j] = static_cast<float>(s.reference[j] + m);
       variance[g * r.lanes + j] = static_cast<float>(std::max(0.0, s.second[j] / count - m * m));
     }
   }

@@ -50,7 +50,8 @@ struct NormScratch {
   NormScratch() = default;
   std::vector<float> mean, scale, beta, a, b, c;  // per channel, padded to whole groups
   std::vector<float> parts;                       // up to three sums per lane of every run
-  std::vector<double> first, second, third;       // a group's totals per lane
+  std::vector<double> first, second;              // a group's totals per lane
+  std::vector<double> reference;                  // finish_moments: the value each lane's sums are taken around
 };
 
 // In the functions below, x, y, dy and dx point at values of runs.type in the runs' layout, and `scratch` was made
