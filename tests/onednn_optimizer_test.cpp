@@ -237,8 +237,9 @@ TEST(OnednnOptimizer, SubnormalSecondMomentsAreFlushedAndTheCallersModeIsKept) {
     const bool adam = optimizer["type"] == "adam";
     for (const auto& [name, spec] : g["params"].items()) {
       for (float v : values(slots, name + (adam ? "/v" : "/velocity"))) ASSERT_EQ(v, 0.0f) << name;
-      if (adam)
+      if (adam) {
         for (float m : values(slots, name + "/m")) ASSERT_NEAR(m, 1e-21f, 1e-27f) << name;
+      }
     }
   }
 }

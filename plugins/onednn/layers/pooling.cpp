@@ -1,6 +1,7 @@
 // max_pool, avg_pool (padding excluded from the average, as Keras's "same" pooling), global_avg_pool and
 // global_max_pool ([H, W, C] -> [C], or over time: [T, C] -> [C]). Max pooling keeps the forward's workspace for
 // its backward.
+#include "../channel_mean.hpp"
 #include "../edge.hpp"
 #include "../layout.hpp"
 #include "registry.hpp"
@@ -146,9 +147,45 @@ class GlobalPoolOverTime : public Layer {
   Args fwd_args_, bwd_args_;
 };
 
+// global_avg_pool of an image whose channels lie in runs channel_mean.hpp reads: its loops in place of oneDNN's
+// pooling primitive, the [C] result written straight into the output (no reorder of a {N, C, 1, 1} map).
+class GlobalMean : public Layer {
+ public:
+  GlobalMean(LayerBuilder& b, const md& src, const ChannelRuns& runs) : runs_(runs) {
+    b.check_shape({runs.channels});
+    in_ = Edge(b, b.input(0), src);
+    b.define_output(canonical_md(b.batch(), {runs.channels}, b.compute_type()));
+    out_ = &b.output();
+  }
+
+  void forward(const Exec& exec) override {
+    in_.forward(exec);
+    channel_mean(in_.mem().get_data_handle(), runs_, out_->mem.get_data_handle());
+  }
+
+  void backward(const Exec& exec) override {
+    if (!in_.needs_grad()) return;
+    const dnnl::memory& dmean = read_diff(*out_);
+    channel_mean_backward(dmean.get_data_handle(), runs_, in_.begin_diff().get_data_handle());
+    in_.end_diff(exec);
+  }
+
+ private:
+  ChannelRuns runs_;
+  Edge in_;
+  Value* out_ = nullptr;
+};
+
 std::unique_ptr<Layer> make_global(const NodeSpec& node, LayerBuilder& b, dnnl::algorithm algorithm) {
   if (b.input_count() == 1 && b.input(0).shape.size() == 2)
     return std::make_unique<GlobalPoolOverTime>(node, b, algorithm);
+  if (algorithm == dnnl::algorithm::pooling_avg_exclude_padding && b.input_count() == 1 &&
+      b.input(0).shape.size() == 3) {
+    const md src = b.compute_desc(b.input(0));
+    const std::optional<ChannelRuns> runs = channel_runs(src);
+    if (runs && runs->examples == b.batch() && channel_mean_applies(*runs))
+      return std::make_unique<GlobalMean>(b, src, *runs);
+  }
   return std::make_unique<Pool>(node, b, algorithm, true);
 }
 
