@@ -195,8 +195,6 @@ class ChunkedConv2D : public Layer {
       if (data && p.border) {
         border_ = p.border;
         tiles_ = dnnl::convolution_forward(border_->tiles);
-        fill_ = dnnl::reorder(border_->fill);
-        place_ = dnnl::reorder(border_->place);
       } else if (data) {
         backward_data_ = dnnl::convolution_backward_data(p.data);
       }
@@ -340,13 +338,12 @@ class ChunkedConv2D : public Layer {
       Exec::run_on(lane.stream, backward_weights_, lane.weights_args);
       if (!data) return;
       if (border_) {
-        char* chunk_diff_src = diff_src + c * src_bytes_;
-        Exec::run_on(lane.stream, fill_, lane.fill_args);
+        float* chunk_diff_src = reinterpret_cast<float*>(diff_src + c * src_bytes_);
+        const float* dy = static_cast<const float*>(lane.dst.get_data_handle());
+        border_fill(*border_, dy, static_cast<float*>(lane.padded.get_data_handle()));
         Exec::run_on(lane.stream, tiles_, lane.tiles_args);
-        lane.corner.set_data_handle(chunk_diff_src);
-        Exec::run_on(lane.stream, place_, lane.place_args);
-        border_backward_data(*border_, static_cast<const float*>(lane.dst.get_data_handle()), taps_.data(),
-                             reinterpret_cast<float*>(chunk_diff_src));
+        border_place(*border_, static_cast<const float*>(lane.tiles_out.get_data_handle()), chunk_diff_src);
+        border_backward_data(*border_, dy, taps_.data(), lane.border_lines.data(), chunk_diff_src);
         return;
       }
       lane.diff_src.set_data_handle(diff_src + c * src_bytes_);
@@ -368,10 +365,11 @@ class ChunkedConv2D : public Layer {
     Args forward_args, weights_args, data_args;
     dnnl::memory pooled, pooled_diff, workspace;  // with a pool: views of the chunk's share of the pool's output
     Args pool_forward_args, pool_backward_args;
-    // With a Winograd border: the lane's zero-bordered output gradient (`padded`, written through
-    // `padded_interior`), the tiles' output, and the view of the chunk's input gradient it goes to.
-    dnnl::memory padded, padded_interior, tiles_out, corner;
-    Args fill_args, tiles_args, place_args;  // built once: a step allocates nothing
+    // With a Winograd border: the lane's zero-bordered output gradient (`padded`), the tiles' output, and the
+    // border's lines (border_backward_data's).
+    dnnl::memory padded, tiles_out;
+    std::vector<float> border_lines;
+    Args tiles_args;  // built once: a step allocates nothing
     // bf16 maps with a float32 weight gradient: the chunk's input and output gradient in float32.
     dnnl::memory src32, dst32;
     Args widen_src_args, widen_dst_args;
@@ -400,15 +398,10 @@ class ChunkedConv2D : public Layer {
     const dnnl::engine& engine = b.engine();
     lane.padded = dnnl::memory(border_->padded, engine);
     std::memset(lane.padded.get_data_handle(), 0, border_->padded.get_size());  // the border stays zero
-    lane.padded_interior = dnnl::memory(border_->padded_interior, engine, lane.padded.get_data_handle());
     lane.tiles_out = dnnl::memory(border_->tiles.dst_desc(), engine);
-    lane.corner = dnnl::memory(border_->corner, engine, DNNL_MEMORY_NONE);
-    lane.fill_args = {{DNNL_ARG_FROM, lane.dst}, {DNNL_ARG_TO, lane.padded_interior}};
+    lane.border_lines.assign(static_cast<size_t>(border_line_floats(*border_)), 0.0f);
     lane.tiles_args = {{DNNL_ARG_SRC, lane.padded}, {DNNL_ARG_WEIGHTS, flipped_tiles_}, {DNNL_ARG_DST, lane.tiles_out}};
-    lane.place_args = {{DNNL_ARG_FROM, lane.tiles_out}, {DNNL_ARG_TO, lane.corner}};
     b.use_lane_scratchpad(border_->tiles, lane.tiles_args, i);
-    b.use_lane_scratchpad(border_->fill, lane.fill_args, i);
-    b.use_lane_scratchpad(border_->place, lane.place_args, i);
   }
 
   Edge in_;
@@ -435,7 +428,7 @@ class ChunkedConv2D : public Layer {
   uint64_t flipped_version_ = ~uint64_t{0};  // the kernel's Param::version they were made from
   dnnl::memory flipped_oihw_, flipped_tiles_;
   Args flip_args_;
-  dnnl::reorder flip_reorder_, fill_, place_;
+  dnnl::reorder flip_reorder_;
   dnnl::convolution_forward tiles_;
   NormLink* link_ = nullptr;  // to the batch norm that reads the output, where this layer offered it its chunks
   int64_t chunks_, examples_;

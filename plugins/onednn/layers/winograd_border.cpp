@@ -1,5 +1,6 @@
 #include "winograd_border.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -15,37 +16,43 @@ __attribute__((target("avx512f"), always_inline)) inline V16 load16(const float*
   return v;
 }
 
-// Input-gradient pixel (i, j) of one example: the sum over the taps that reach an output pixel. Thirty-two
-// channels at a time, two sums each over alternate output channels, so that the additions do not wait on each other.
-__attribute__((target("avx512f"))) void border_pixel(const WinogradBorder& b, const float* dy, const float* taps,
-                                                     float* dx, int64_t i, int64_t j) {
-  const int64_t C = b.C, F = b.F, H = b.H, W = b.W, OH = H - 2, OW = W - 2;
-  for (int64_t cb = 0; cb < C / 32; ++cb) {
-    V16 a0{}, a1{}, b0{}, b1{};
-    for (int64_t kh = 0; kh < 3; ++kh) {
-      const int64_t y = i - kh;
-      if (y < 0 || y >= OH) continue;
-      for (int64_t kw = 0; kw < 3; ++kw) {
-        const int64_t x = j - kw;
-        if (x < 0 || x >= OW) continue;
-        const float* tap = taps + (kh * 3 + kw) * F * C + cb * 32;
-        for (int64_t fb = 0; fb < F / 16; ++fb) {
-          const float* d = dy + ((fb * OH + y) * OW + x) * 16;
-          const float* w = tap + fb * 16 * C;
-          for (int64_t f = 0; f < 16; f += 2) {
-            a0 += d[f] * load16(w + f * C);
-            b0 += d[f] * load16(w + f * C + 16);
-            a1 += d[f + 1] * load16(w + (f + 1) * C);
-            b1 += d[f + 1] * load16(w + (f + 1) * C + 16);
+constexpr int64_t kLinePixels = 4;  // border pixels computed together: each weight vector loaded serves four
+
+// One line of the border (the last row or the last column) of one example's input gradient. Along the line only
+// one row (or column) of taps reaches the output, so pixel k of the line is a 1-D convolution of one output line:
+// sum over t = 0..2 and f of line[f][k - t + 2] * taps_t[f][c], where `line` holds the output gradient's values
+// along it with two zeros before and enough after (a pixel whose tap falls off the output reads a zero). 32
+// channels at a time, four pixels at a time: eight sums in flight, each weight vector loaded once for four pixels.
+// Pixel k's 32 channels go to dx + k * step and, the second 16, dx + k * step + half.
+__attribute__((target("avx512f"))) void border_line(const float* line, int64_t stride, int64_t count,
+                                                    const float* const taps[3], int64_t C, int64_t F, float* dx,
+                                                    int64_t step, int64_t half) {
+  for (int64_t cb = 0; cb < C / 32; ++cb)
+    for (int64_t k0 = 0; k0 < count; k0 += kLinePixels) {
+      V16 low[kLinePixels] = {}, high[kLinePixels] = {};
+      for (int64_t f = 0; f < F; ++f) {
+        const float* values = line + f * stride + k0 + 2;  // values[k - t]: pixel k0 + k, tap t
+#pragma GCC unroll 3
+        for (int t = 0; t < 3; ++t) {
+          const V16 w0 = load16(taps[t] + f * C + cb * 32), w1 = load16(taps[t] + f * C + cb * 32 + 16);
+#pragma GCC unroll 4
+          for (int64_t k = 0; k < kLinePixels; ++k) {
+            low[k] += values[k - t] * w0;
+            high[k] += values[k - t] * w1;
           }
         }
       }
+      for (int64_t k = 0; k < kLinePixels && k0 + k < count; ++k) {
+        float* out = dx + (k0 + k) * step + 2 * cb * half;
+        std::memcpy(out, &low[k], sizeof low[k]);
+        std::memcpy(out + half, &high[k], sizeof high[k]);
+      }
     }
-    const V16 low = a0 + a1, high = b0 + b1;
-    std::memcpy(dx + ((2 * cb * H + i) * W + j) * 16, &low, sizeof low);
-    std::memcpy(dx + (((2 * cb + 1) * H + i) * W + j) * 16, &high, sizeof high);
-  }
 }
+
+// The floats between two output lines in border_backward_data's `lines`: the longer side, the two zeros before
+// and room for the last group of pixels after.
+int64_t border_line_stride(const WinogradBorder& b) { return std::max(b.W, b.H) + 2 + kLinePixels; }
 
 }  // namespace
 
@@ -64,8 +71,6 @@ std::optional<WinogradBorder> winograd_border(const ramjet::ir::ConvGeometry& g,
     return std::nullopt;
   try {
     b.padded = md({M, g.F, g.H - 1, g.W - 1}, dt::f32, tag::aBcd16b);
-    b.padded_interior = b.padded.submemory_desc({M, g.F, OH, OW}, {0, 0, 1, 1});
-    b.fill = dnnl::reorder::primitive_desc(engine, dst, engine, b.padded_interior, attr);
     const md corner_dense({M, g.C, g.H - 1, g.W - 1}, dt::f32, tag::aBcd16b);
     b.tiles = dnnl::convolution_forward::primitive_desc(
         {dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_winograd, b.padded,
@@ -74,8 +79,6 @@ std::optional<WinogradBorder> winograd_border(const ramjet::ir::ConvGeometry& g,
     if (std::string(b.tiles.impl_info_str()).find("wino") == std::string::npos ||
         b.tiles.src_desc() != b.padded || b.tiles.dst_desc() != corner_dense)
       return std::nullopt;
-    b.corner = src.submemory_desc({M, g.C, g.H - 1, g.W - 1}, {0, 0, 0, 0});
-    b.place = dnnl::reorder::primitive_desc(engine, corner_dense, engine, b.corner, attr);
     return b;
   } catch (const dnnl::error&) {
     return std::nullopt;
@@ -93,12 +96,44 @@ void border_kernels(const float* keras, int64_t C, int64_t F, float* flipped, fl
         }
 }
 
-void border_backward_data(const WinogradBorder& b, const float* dy, const float* taps, float* dx) {
-  const int64_t in = b.C * b.H * b.W, out = b.F * (b.H - 2) * (b.W - 2);
+int64_t border_line_floats(const WinogradBorder& b) { return 2 * b.F * border_line_stride(b); }
+
+void border_backward_data(const WinogradBorder& b, const float* dy, const float* taps, float* lines, float* dx) {
+  const int64_t C = b.C, F = b.F, H = b.H, W = b.W, OH = H - 2, OW = W - 2;
+  const int64_t in = C * H * W, out = F * OH * OW;
+  const int64_t stride = border_line_stride(b);
+  float* row = lines;
+  float* column = lines + F * stride;
+  const float* row_taps[3] = {taps + (2 * 3 + 0) * F * C, taps + (2 * 3 + 1) * F * C, taps + (2 * 3 + 2) * F * C};
+  const float* column_taps[3] = {taps + (0 * 3 + 2) * F * C, taps + (1 * 3 + 2) * F * C, taps + (2 * 3 + 2) * F * C};
   for (int64_t n = 0; n < b.examples; ++n) {
-    for (int64_t j = 0; j < b.W; ++j) border_pixel(b, dy + n * out, taps, dx + n * in, b.H - 1, j);
-    for (int64_t i = 0; i + 1 < b.H; ++i) border_pixel(b, dy + n * out, taps, dx + n * in, i, b.W - 1);
+    const float* g = dy + n * out;
+    for (int64_t f = 0; f < F; ++f) {
+      const float* plane = g + (f / 16 * OH * OW) * 16 + f % 16;
+      for (int64_t x = 0; x < OW; ++x) row[f * stride + x + 2] = plane[((OH - 1) * OW + x) * 16];
+      for (int64_t y = 0; y < OH; ++y) column[f * stride + y + 2] = plane[(y * OW + OW - 1) * 16];
+    }
+    float* d = dx + n * in;
+    // The last row, W pixels (the corner included), then the last column above it, H - 1 pixels.
+    border_line(row, stride, W, row_taps, C, F, d + (H - 1) * W * 16, 16, H * W * 16);
+    border_line(column, stride, H - 1, column_taps, C, F, d + (W - 1) * 16, W * 16, H * W * 16);
   }
+}
+
+void border_fill(const WinogradBorder& b, const float* dy, float* padded) {
+  const int64_t OH = b.H - 2, OW = b.W - 2, blocks = b.examples * b.F / 16;
+  for (int64_t i = 0; i < blocks; ++i)
+    for (int64_t y = 0; y < OH; ++y)
+      std::memcpy(padded + ((i * (b.H - 1) + y + 1) * (b.W - 1) + 1) * 16, dy + (i * OH + y) * OW * 16,
+                  static_cast<size_t>(OW * 16) * sizeof(float));
+}
+
+void border_place(const WinogradBorder& b, const float* tiles, float* dx) {
+  const int64_t blocks = b.examples * b.C / 16;
+  for (int64_t i = 0; i < blocks; ++i)
+    for (int64_t y = 0; y + 1 < b.H; ++y)
+      std::memcpy(dx + (i * b.H + y) * b.W * 16, tiles + (i * (b.H - 1) + y) * (b.W - 1) * 16,
+                  static_cast<size_t>((b.W - 1) * 16) * sizeof(float));
 }
 
 }  // namespace onednn
