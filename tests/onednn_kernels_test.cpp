@@ -82,7 +82,7 @@ TEST(OnednnKernels, AFloat32MobileNetRunsNoClipOfItsOwn) {
 // (activation_pairs in plugins/onednn/plan.cpp), and every batch norm on the backend's own kernels, so oneDNN runs
 // no eltwise forward (only the add's relu backward, from the sum) and no batch-norm primitive. In bf16 where AMX runs the convolutions, the stem writes the
 // channels-last map they read (conv2d_choice.hpp's channels_last_stem): no bf16 activation is reordered, forward
-// or backward. (The float32 copies for the small maps' weight gradients are reorders to float32.)
+// or backward, and none is copied to float32 for a weight gradient.
 TEST(OnednnKernels, AResNetRunsItsRelusInsideItsBatchNormsAndAddsAndReordersNoBf16Activation) {
   const std::vector<const char*> precisions =
       cpu_has_avx512() ? std::vector<const char*>{"float32", "mixed_bfloat16"} : std::vector<const char*>{"float32"};
@@ -92,8 +92,13 @@ TEST(OnednnKernels, AResNetRunsItsRelusInsideItsBatchNormsAndAddsAndReordersNoBf
         executions_of("bench/train/models/resnet.json", std::string("--set /train/precision=") + precision +
                                                             " --set /train/epochs=1 --set /data/train/take=256 "
                                                             "--set /data/eval/take=256");
-    std::string apart, activation_reorders;
+    std::string apart, activation_reorders, widened;
+    int amx_matmuls = 0;
     for (const std::string& line : executed) {
+      if (line.find(",reorder,") != std::string::npos && line.find("src_bf16") != std::string::npos &&
+          line.find("dst_f32") != std::string::npos && line.find(",128x") != std::string::npos)
+        widened += line + "\n";
+      if (line.find(",matmul,") != std::string::npos && line.find("amx") != std::string::npos) ++amx_matmuls;
       const bool eltwise_forward =
           line.find(",eltwise,") != std::string::npos && line.find(",forward_") != std::string::npos;
       if (eltwise_forward || line.find(",batch_normalization,") != std::string::npos) apart += line + "\n";
@@ -105,6 +110,10 @@ TEST(OnednnKernels, AResNetRunsItsRelusInsideItsBatchNormsAndAddsAndReordersNoBf
     EXPECT_EQ(apart, "") << "an activation or a batch norm run by oneDNN";
     if (precision == std::string("mixed_bfloat16") && cpu_has_amx_bf16()) {
       EXPECT_EQ(activation_reorders, "") << "bf16 activations reordered between layers";
+      // The three convolutions with 7x7 outputs (block3's two and its projection) take their weight gradients as
+      // AMX matmuls on each chunk of 16 (conv2d_gemm_weights.hpp): no float32 copy of a map for a float32 kernel.
+      EXPECT_EQ(widened, "") << "bf16 activations copied to float32";
+      EXPECT_GE(amx_matmuls, 2 * 3 * 8) << "two steps of three weight gradients in eight chunks";
     }
   }
 }

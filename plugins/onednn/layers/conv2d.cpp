@@ -7,6 +7,7 @@
 #include "../weights.hpp"
 #include "activation.hpp"
 #include "conv2d_choice.hpp"
+#include "conv2d_gemm_weights.hpp"
 #include "layer_skeletons.hpp"
 #include "registry.hpp"
 
@@ -113,7 +114,11 @@ class Conv2D : public WeightedLayer {
         bwd_weights_src_ = Relayout(in_.mem(), weights_src);
       }
     }
-    if (type == dt::bf16 && !sequence && f32_weight_gradient_pays(g, wpd)) {
+    const bool f32_pays = type == dt::bf16 && !sequence && f32_weight_gradient_pays(g, wpd);
+    if (f32_pays && !bias) gemm_weights_ = GemmWeightGradient::make(g, pd.src_desc(), pd.dst_desc(), b);
+    if (gemm_weights_) {  // in place of the float32 kernel and its copies: no primitive of its own
+      kernel_grad_ = GradSink(b, kernel, keras_kernel, gemm_weights_->diff_weights_desc());
+    } else if (f32_pays) {
       const md src32({N, C, H, W}, dt::f32, tag::any), dst32({N, F, OH, OW}, dt::f32, tag::any);
       const auto f32_algorithm = winograd_pays(g, dt::f32, false, true) ? dnnl::algorithm::convolution_winograd
                                                                          : dnnl::algorithm::convolution_direct;
@@ -132,11 +137,13 @@ class Conv2D : public WeightedLayer {
             b.engine(), pd.dst_desc(), b.engine(), wpd.diff_dst_desc()));
       }
     }
-    bwd_weights_ = dnnl::convolution_backward_weights(wpd);
-    kernel_grad_ = GradSink(b, kernel, keras_kernel, wpd.diff_weights_desc());
-    if (bias) bias_grad_ = GradSink(b, *bias, bias_md, wpd.diff_bias_desc());
-    bwd_weights_args_ = {{DNNL_ARG_SRC, weights_src}};
-    b.use_scratchpad(wpd, bwd_weights_args_);
+    if (!gemm_weights_) {
+      bwd_weights_ = dnnl::convolution_backward_weights(wpd);
+      kernel_grad_ = GradSink(b, kernel, keras_kernel, wpd.diff_weights_desc());
+      if (bias) bias_grad_ = GradSink(b, *bias, bias_md, wpd.diff_bias_desc());
+      bwd_weights_args_ = {{DNNL_ARG_SRC, weights_src}};
+      b.use_scratchpad(wpd, bwd_weights_args_);
+    }
 
     if (!in_.needs_grad()) return;  // e.g. the first layer: no one wants d loss / d image
     const auto dpd = or_direct([&](dnnl::algorithm a) {
@@ -146,6 +153,16 @@ class Conv2D : public WeightedLayer {
     bwd_data_ = dnnl::convolution_backward_data(dpd);
     bwd_data_args_ = {{DNNL_ARG_WEIGHTS, kernel_.compute(dpd.weights_desc())}};
     b.use_scratchpad(dpd, bwd_data_args_);
+  }
+
+ private:
+  std::unique_ptr<GemmWeightGradient> gemm_weights_;
+
+  bool own_weight_gradients(const Exec& exec, const dnnl::memory& diff) override {
+    if (!gemm_weights_) return false;
+    gemm_weights_->run(in_.mem(), diff, kernel_grad_.target(exec));
+    kernel_grad_.commit(exec);
+    return true;
   }
 };
 

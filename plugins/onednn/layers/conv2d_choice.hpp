@@ -42,7 +42,9 @@ inline bool channels_last_stem(const ConvGeometry& g, dt type) {
 // kernel, fed float32 copies of the input and of the output's gradient, is faster, copies included. The weight
 // gradient is float32 either way; only the products' rounding differs (float32's is finer). Measured on the
 // 2-core Xeon (AMX), batch 128, 2 threads, the ResNet of bench/train's shapes (float32 time with the copies over
-// bf16's): 0.41-0.64 at 7x7 outputs, 0.92-1.01 at 14x14, 1.6-3.9 at 28x28 — so 7x7 and smaller only.
+// bf16's): 0.41-0.64 at 7x7 outputs, 0.92-1.01 at 14x14, 1.6-3.9 at 28x28 — so 7x7 and smaller only. There
+// conv2d.cpp first tries AMX matmuls over chunks of the batch (conv2d_gemm_weights.hpp), faster still; the float32
+// kernel is what remains where those do not apply (one thread, a bias, another layout).
 inline bool f32_weight_gradient_pays(const ConvGeometry& g, const dnnl::primitive_desc_base& bf16_weights_pd) {
   if (!std::string_view(bf16_weights_pd.impl_info_str()).ends_with("amx_bf16")) return false;
   return g.OH * g.OW <= kF32WeightGradientMaxOutputPositions;

@@ -83,7 +83,7 @@ class Dense : public WeightedLayer {
  private:
   // d kernel = inputᵀ · d output, rows [r, r + block) at a time, each reported final as it lands; the bias's
   // gradient (the output gradient's column sums) first, whole.
-  bool weight_gradients_in_row_blocks(const Exec& exec, const dnnl::memory& diff) override {
+  bool own_weight_gradients(const Exec& exec, const dnnl::memory& diff) override {
     if (block_rows_ == 0 || !exec.reports_gradient_rows(kernel_.param())) return false;
     Param& kernel = kernel_.param();
     const int64_t N = batch_, U = units_, IN = kernel.shape[0];

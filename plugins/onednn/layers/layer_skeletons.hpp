@@ -45,7 +45,7 @@ class WeightedLayer : public Layer {
   void backward(const Exec& exec) override {
     read_diff(*out_);
     const dnnl::memory& diff = act_.backward(exec, out_diff_view_ ? out_diff_view_.mem() : out_->diff);
-    if (!weight_gradients_in_row_blocks(exec, diff)) backward_weights(exec, diff);
+    if (!own_weight_gradients(exec, diff)) backward_weights(exec, diff);
 
     if (!in_.needs_grad()) return;  // e.g. the first layer: no one wants d loss / d image
     kernel_.refresh(exec);
@@ -56,9 +56,10 @@ class WeightedLayer : public Layer {
   }
 
  protected:
-  // A layer that can compute its weight gradient itself in row blocks, telling the host as each block is final
-  // (dense), does so here where the host asks for rows, and returns true; false leaves it to the primitive.
-  virtual bool weight_gradients_in_row_blocks(const Exec& /*exec*/, const dnnl::memory& /*diff*/) { return false; }
+  // A layer that computes its weight gradients itself here returns true (dense in row blocks, telling the host as
+  // each block is final, where the host asks for rows; conv2d's bf16 weight gradient as AMX matmuls where oneDNN's
+  // kernels are slow); false leaves them to the backward-weights primitive.
+  virtual bool own_weight_gradients(const Exec& /*exec*/, const dnnl::memory& /*diff*/) { return false; }
 
   void backward_weights(const Exec& exec, const dnnl::memory& diff) {
     if (bwd_weights_diff_) {

@@ -10,7 +10,7 @@ namespace {
 // Sixteen channels of one pixel: one AVX-512 register in the functions built for it.
 typedef float V16 __attribute__((vector_size(64), aligned(4)));
 
-__attribute__((target("avx512f"), always_inline)) inline V16 load16(const float* p) {
+__attribute__((target("avx512f"), always_inline)) inline V16 border_load16(const float* p) {
   V16 v;
   std::memcpy(&v, p, sizeof v);
   return v;
@@ -34,7 +34,7 @@ __attribute__((target("avx512f"))) void border_line(const float* line, int64_t s
         const float* values = line + f * stride + k0 + 2;  // values[k - t]: pixel k0 + k, tap t
 #pragma GCC unroll 3
         for (int t = 0; t < 3; ++t) {
-          const V16 w0 = load16(taps[t] + f * C + cb * 32), w1 = load16(taps[t] + f * C + cb * 32 + 16);
+          const V16 w0 = border_load16(taps[t] + f * C + cb * 32), w1 = border_load16(taps[t] + f * C + cb * 32 + 16);
 #pragma GCC unroll 4
           for (int64_t k = 0; k < kLinePixels; ++k) {
             low[k] += values[k - t] * w0;
