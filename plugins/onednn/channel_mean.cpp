@@ -29,7 +29,7 @@ inline __m512 widen16(const uint16_t* p) {
   const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
-// The first `mask` lanes of 16 as float32, the rest 0.
+// The lanes of `mask` as float32, the others 0.
 inline __m512 widen16(const float* p, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p); }
 inline __m512 widen16(const uint16_t* p, __mmask16 mask) {
   const __m256i h = _mm256_maskz_loadu_epi16(mask, p);
@@ -57,7 +57,7 @@ inline __mmask16 real_lanes(const ChannelRuns& r, int64_t c0) {
 }
 
 template <class T>
-void mean_items(const T* x, const ChannelRuns& r, T* mean, int64_t item) {
+void mean_item(const T* x, const ChannelRuns& r, T* mean, int64_t item) {
   const int64_t n = item / r.groups(), g = item % r.groups(), vectors = r.lanes / 16;
   const T* run = x + n * r.example_stride + g * r.group_stride;
   const __m512 positions = _mm512_set1_ps(static_cast<float>(r.positions));
@@ -72,7 +72,7 @@ void mean_items(const T* x, const ChannelRuns& r, T* mean, int64_t item) {
 }
 
 template <class T>
-void spread_items(const T* dmean, const ChannelRuns& r, T* dx, int64_t item) {
+void spread_item(const T* dmean, const ChannelRuns& r, T* dx, int64_t item) {
   const int64_t n = item / r.groups(), g = item % r.groups(), vectors = r.lanes / 16;
   T* run = dx + n * r.example_stride + g * r.group_stride;
   const __m512 positions = _mm512_set1_ps(static_cast<float>(r.positions));
@@ -84,7 +84,7 @@ void spread_items(const T* dmean, const ChannelRuns& r, T* dx, int64_t item) {
   }
 }
 
-template <class T, class Item>
+template <class Item>
 void each_item(const ChannelRuns& r, Item&& item) {
   const int64_t items = r.examples * r.groups();
 #pragma omp parallel for schedule(dynamic, kMeanItemsPerHandout) if (items * r.lanes * r.positions >= kMeanParallelMin)
@@ -95,21 +95,21 @@ void each_item(const ChannelRuns& r, Item&& item) {
 
 void channel_mean(const void* x, const ChannelRuns& r, void* mean) {
   if (r.type == dt::bf16)
-    each_item<uint16_t>(r, [&](int64_t i) {
-      mean_items(static_cast<const uint16_t*>(x), r, static_cast<uint16_t*>(mean), i);
+    each_item(r, [&](int64_t i) {
+      mean_item(static_cast<const uint16_t*>(x), r, static_cast<uint16_t*>(mean), i);
     });
   else
-    each_item<float>(r, [&](int64_t i) { mean_items(static_cast<const float*>(x), r, static_cast<float*>(mean), i); });
+    each_item(r, [&](int64_t i) { mean_item(static_cast<const float*>(x), r, static_cast<float*>(mean), i); });
 }
 
 void channel_mean_backward(const void* dmean, const ChannelRuns& r, void* dx) {
   if (r.type == dt::bf16)
-    each_item<uint16_t>(r, [&](int64_t i) {
-      spread_items(static_cast<const uint16_t*>(dmean), r, static_cast<uint16_t*>(dx), i);
+    each_item(r, [&](int64_t i) {
+      spread_item(static_cast<const uint16_t*>(dmean), r, static_cast<uint16_t*>(dx), i);
     });
   else
-    each_item<float>(r, [&](int64_t i) {
-      spread_items(static_cast<const float*>(dmean), r, static_cast<float*>(dx), i);
+    each_item(r, [&](int64_t i) {
+      spread_item(static_cast<const float*>(dmean), r, static_cast<float*>(dx), i);
     });
 }
 
