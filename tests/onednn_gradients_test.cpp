@@ -299,7 +299,9 @@ TEST(OnednnGradients, ALargeResidualAddWithItsActivationGivesTheBitsOfTheTwoApar
       Example params = random_params(g, 43, 2.0f);  // sums that cross 0 and 6
       ASSERT_TRUE(h.set_state("parameters", params).ok());
       TapLog log;
-      if (tapped) ASSERT_TRUE(h.set_taps(json::array({"sum"}), &record_tap, &log).ok());
+      if (tapped) {
+        ASSERT_TRUE(h.set_taps(json::array({"sum"}), &record_tap, &log).ok());
+      }
       Example batch = batch_of({16, 16, 3}, 16, 3, 44), out;
       ASSERT_TRUE(h.forward(batch, out, true).ok());
       ASSERT_TRUE(h.backward().ok());

@@ -37,14 +37,18 @@ void sum_in_order(const std::vector<dnnl::memory>& parts, const dnnl::memory& ta
   float* out = floats(target);
   constexpr int64_t kBlock = 4096;  // floats a thread sums at a time: a few pages, all parts' rows in L1/L2
   // The parts' addresses are read per block, not gathered first: a step allocates nothing.
-#pragma omp parallel for num_threads(lanes) schedule(dynamic, 1) if (n > kBlock)  // a bias: no team for one block
-  for (int64_t start = 0; start < n; start += kBlock) {
-    const int64_t end = std::min(n, start + kBlock);
-    const float* first = floats(parts[0]);
-    std::copy(first + start, first + end, out + start);
-    for (size_t p = 1; p < parts.size(); ++p) {
-      const float* in = floats(parts[p]);
-      for (int64_t i = start; i < end; ++i) out[i] += in[i];
+#pragma omp parallel num_threads(lanes) if (n > kBlock)  // a bias: no team for one block
+  {
+    const LoopShare share;
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int64_t start = 0; start < n; start += kBlock) {
+      const int64_t end = std::min(n, start + kBlock);
+      const float* first = floats(parts[0]);
+      std::copy(first + start, first + end, out + start);
+      for (size_t p = 1; p < parts.size(); ++p) {
+        const float* in = floats(parts[p]);
+        for (int64_t i = start; i < end; ++i) out[i] += in[i];
+      }
     }
   }
 }

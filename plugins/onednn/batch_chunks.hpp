@@ -14,6 +14,7 @@
 #pragma once
 
 #include "common.hpp"
+#include "loop_share.hpp"
 
 #include <omp.h>
 
@@ -41,7 +42,8 @@ void for_each_chunk(int64_t chunks, int lanes, const Body& body) {
   {
     omp_set_num_threads(1);  // a primitive inside runs on this thread alone, nested or not
     const int lane = omp_get_thread_num();
-#pragma omp for schedule(dynamic, 1)
+    const LoopShare share;
+#pragma omp for schedule(dynamic, 1) nowait
     for (int64_t c = 0; c < chunks; ++c) {
       try {
         body(c, lane);

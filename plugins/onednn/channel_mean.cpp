@@ -1,6 +1,7 @@
 #include "channel_mean.hpp"
 
 #include "isa.hpp"
+#include "loop_share.hpp"
 
 #include <immintrin.h>
 
@@ -87,8 +88,12 @@ void spread_item(const T* dmean, const ChannelRuns& r, T* dx, int64_t item) {
 template <class Item>
 void each_item(const ChannelRuns& r, Item&& item) {
   const int64_t items = r.examples * r.groups();
-#pragma omp parallel for schedule(dynamic, kMeanItemsPerHandout) if (items * r.lanes * r.positions >= kMeanParallelMin)
-  for (int64_t i = 0; i < items; ++i) item(i);
+#pragma omp parallel if (items * r.lanes * r.positions >= kMeanParallelMin)
+  {
+    const LoopShare share;
+#pragma omp for schedule(dynamic, kMeanItemsPerHandout) nowait
+    for (int64_t i = 0; i < items; ++i) item(i);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "kernels.hpp"
 
 #include "isa.hpp"
+#include "loop_share.hpp"
 
 #include <immintrin.h>
 
@@ -62,13 +63,21 @@ void add_halves(uint16_t* dst, const uint16_t* src, size_t n) {
   const int64_t m = static_cast<int64_t>(n);
   static const bool avx512 = avx512_allowed();  // bf16 training runs only where AVX-512 is
   if (avx512) {
-#pragma omp parallel for if (n >= kParallelMin) schedule(dynamic, 1)
-    for (int64_t at = 0; at < m; at += kElementsPerHandout)
-      add_halves_avx512(dst + at, src + at, std::min<int64_t>(kElementsPerHandout, m - at));
+#pragma omp parallel if (n >= kParallelMin)
+    {
+      const LoopShare share;
+#pragma omp for schedule(dynamic, 1) nowait
+      for (int64_t at = 0; at < m; at += kElementsPerHandout)
+        add_halves_avx512(dst + at, src + at, std::min<int64_t>(kElementsPerHandout, m - at));
+    }
     return;
   }
-#pragma omp parallel for simd if (n >= kParallelMin) schedule(dynamic, kElementsPerHandout)
-  for (int64_t i = 0; i < m; ++i) dst[i] = narrow(widen(dst[i]) + widen(src[i]));
+#pragma omp parallel if (n >= kParallelMin)
+  {
+    const LoopShare share;
+#pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
+    for (int64_t i = 0; i < m; ++i) dst[i] = narrow(widen(dst[i]) + widen(src[i]));
+  }
 }
 
 // Keep when the top 24 bits, as a fraction, reach the rate: one rule for both types, so masks agree.
@@ -84,8 +93,12 @@ void dropout_halves(uint16_t* dst, const uint16_t* src, size_t n, float rate, ui
   const float scale = 1.0f / (1.0f - rate);
   const DropoutMask mask(rate, seed, salt);
   const int64_t m = static_cast<int64_t>(n);
-#pragma omp parallel for simd if (n >= kParallelMin) schedule(dynamic, kElementsPerHandout)
-  for (int64_t i = 0; i < m; ++i) dst[i] = mask.keep(i) ? narrow(widen(src[i]) * scale) : uint16_t{0};
+#pragma omp parallel if (n >= kParallelMin)
+  {
+    const LoopShare share;
+#pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
+    for (int64_t i = 0; i < m; ++i) dst[i] = mask.keep(i) ? narrow(widen(src[i]) * scale) : uint16_t{0};
+  }
 }
 }  // namespace
 
@@ -97,8 +110,12 @@ void copy_floats(float* dst, const float* src, size_t n) {
 
 void add_floats(float* dst, const float* src, size_t n) {
   const int64_t m = static_cast<int64_t>(n);
-#pragma omp parallel for simd if (n >= kParallelMin) schedule(dynamic, kElementsPerHandout)
-  for (int64_t i = 0; i < m; ++i) dst[i] += src[i];
+#pragma omp parallel if (n >= kParallelMin)
+  {
+    const LoopShare share;
+#pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
+    for (int64_t i = 0; i < m; ++i) dst[i] += src[i];
+  }
 }
 
 // Tested on the bits (an exponent of all ones is an infinity or a NaN) so that the loop vectorises: std::isfinite
@@ -106,11 +123,21 @@ void add_floats(float* dst, const float* src, size_t n) {
 bool all_finite(const float* x, size_t n) {
   const int64_t m = static_cast<int64_t>(n);
   uint32_t bad = 0;
-#pragma omp parallel for simd reduction(| : bad) if (n >= kParallelMin) schedule(dynamic, kElementsPerHandout)
-  for (int64_t i = 0; i < m; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, x + i, sizeof bits);
-    bad |= (bits & 0x7F800000u) == 0x7F800000u;
+#pragma omp parallel reduction(| : bad) if (n >= kParallelMin)
+  {
+    const LoopShare share;
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int64_t at = 0; at < m; at += kElementsPerHandout) {
+      const int64_t end = std::min<int64_t>(m, at + kElementsPerHandout);
+      uint32_t part = 0;
+#pragma omp simd reduction(| : part)
+      for (int64_t i = at; i < end; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, x + i, sizeof bits);
+        part |= (bits & 0x7F800000u) == 0x7F800000u;
+      }
+      bad |= part;
+    }
   }
   return bad == 0;
 }
@@ -119,8 +146,12 @@ void dropout_apply(float* dst, const float* src, size_t n, float rate, uint64_t 
   const float scale = 1.0f / (1.0f - rate);
   const DropoutMask mask(rate, seed, salt);
   const int64_t m = static_cast<int64_t>(n);
-#pragma omp parallel for simd if (n >= kParallelMin) schedule(dynamic, kElementsPerHandout)
-  for (int64_t i = 0; i < m; ++i) dst[i] = mask.keep(i) ? src[i] * scale : 0.0f;
+#pragma omp parallel if (n >= kParallelMin)
+  {
+    const LoopShare share;
+#pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
+    for (int64_t i = 0; i < m; ++i) dst[i] = mask.keep(i) ? src[i] * scale : 0.0f;
+  }
 }
 
 void zero_memory(const dnnl::memory& m) { std::memset(m.get_data_handle(), 0, m.get_desc().get_size()); }
@@ -140,13 +171,17 @@ namespace {
 template <class Bits, class Widen>
 void clip_grad_to_both(const Bits* y, const Bits* dy, float lo, float hi, Bits* first, Bits* second, int64_t n,
                        Widen widen_y) {
-#pragma omp parallel for simd if (n >= static_cast<int64_t>(kParallelMin)) schedule(dynamic, kElementsPerHandout)
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = widen_y(y[i]);
-    const Bits pass = static_cast<Bits>(-static_cast<Bits>((v > lo) & (v < hi)));  // all ones, or zero: no branch
-    const Bits g = dy[i] & pass;
-    first[i] = g;
-    second[i] = g;
+#pragma omp parallel if (n >= static_cast<int64_t>(kParallelMin))
+  {
+    const LoopShare share;
+#pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
+    for (int64_t i = 0; i < n; ++i) {
+      const float v = widen_y(y[i]);
+      const Bits pass = static_cast<Bits>(-static_cast<Bits>((v > lo) & (v < hi)));  // all ones, or zero: no branch
+      const Bits g = dy[i] & pass;
+      first[i] = g;
+      second[i] = g;
+    }
   }
 }
 }  // namespace
@@ -168,11 +203,19 @@ void convert_memory(const dnnl::memory& dst, const dnnl::memory& src, bool accum
     const float* s = floats(src);
     const int64_t m = static_cast<int64_t>(half_count(dst));
     if (accumulate) {
-#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(dynamic, kElementsPerHandout)
-      for (int64_t i = 0; i < m; ++i) d[i] = narrow(widen(d[i]) + s[i]);
+#pragma omp parallel if (m >= static_cast<int64_t>(kParallelMin))
+      {
+        const LoopShare share;
+#pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
+        for (int64_t i = 0; i < m; ++i) d[i] = narrow(widen(d[i]) + s[i]);
+      }
     } else {
-#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(dynamic, kElementsPerHandout)
-      for (int64_t i = 0; i < m; ++i) d[i] = narrow(s[i]);
+#pragma omp parallel if (m >= static_cast<int64_t>(kParallelMin))
+      {
+        const LoopShare share;
+#pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
+        for (int64_t i = 0; i < m; ++i) d[i] = narrow(s[i]);
+      }
     }
     return;
   }
@@ -180,11 +223,19 @@ void convert_memory(const dnnl::memory& dst, const dnnl::memory& src, bool accum
   const uint16_t* s = halves(src);
   const int64_t m = static_cast<int64_t>(float_count(dst));
   if (accumulate) {
-#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(dynamic, kElementsPerHandout)
-    for (int64_t i = 0; i < m; ++i) d[i] += widen(s[i]);
+#pragma omp parallel if (m >= static_cast<int64_t>(kParallelMin))
+    {
+      const LoopShare share;
+#pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
+      for (int64_t i = 0; i < m; ++i) d[i] += widen(s[i]);
+    }
   } else {
-#pragma omp parallel for simd if (m >= static_cast<int64_t>(kParallelMin)) schedule(dynamic, kElementsPerHandout)
-    for (int64_t i = 0; i < m; ++i) d[i] = widen(s[i]);
+#pragma omp parallel if (m >= static_cast<int64_t>(kParallelMin))
+    {
+      const LoopShare share;
+#pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
+      for (int64_t i = 0; i < m; ++i) d[i] = widen(s[i]);
+    }
   }
 }
 

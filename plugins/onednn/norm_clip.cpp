@@ -1,6 +1,7 @@
 #include "norm_clip.hpp"
 
 #include "isa.hpp"
+#include "loop_share.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -136,10 +137,14 @@ constexpr int kRunsPerHandout = 4;
 template <class Run>
 void for_each_run(const ChannelRuns& r, bool reverse, Run run) {
   const int64_t groups = r.groups(), total = groups * r.examples;
-#pragma omp parallel for schedule(dynamic, kRunsPerHandout) if (parallel(r))
-  for (int64_t i = 0; i < total; ++i) {
-    const int64_t j = reverse ? total - 1 - i : i;
-    run(j % groups, j / groups);
+#pragma omp parallel if (parallel(r))
+  {
+    const LoopShare share;
+#pragma omp for schedule(dynamic, kRunsPerHandout) nowait
+    for (int64_t i = 0; i < total; ++i) {
+      const int64_t j = reverse ? total - 1 - i : i;
+      run(j % groups, j / groups);
+    }
   }
 }
 

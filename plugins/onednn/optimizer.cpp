@@ -1,6 +1,7 @@
 #include "optimizer.hpp"
 
 #include "isa.hpp"
+#include "loop_share.hpp"
 
 #include <cmath>
 #include <immintrin.h>
@@ -32,7 +33,8 @@ void each_element(int64_t n, Body body) {
 #pragma omp parallel if (n >= kParallelMin)
   {
     FlushSubnormals flush;
-#pragma omp for simd
+    const LoopShare share;
+#pragma omp for simd nowait
     for (int64_t i = 0; i < n; ++i) body(i);
   }
 }
@@ -112,7 +114,8 @@ void adam_step_avx512(const AdamStep k, float* w, const float* grad, float* m, f
 #pragma omp parallel if (n >= kParallelMin)
   {
     FlushSubnormals flush;
-#pragma omp for simd
+    const LoopShare share;
+#pragma omp for simd nowait
     for (int64_t i = 0; i < n; ++i) adam_element(k, w, grad, m, v, i);
   }
 }

@@ -1,5 +1,7 @@
 #include "thread_scope.hpp"
 
+#include "loop_share.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -29,8 +31,11 @@ thread_local int worker_cpu = -1;       // the CPU this worker was pinned to, or
 thread_local int pinned_team_size = 0;  // the largest team of this thread's pool pinned now; 0 when none is
 thread_local int pinned_scopes = 0;     // this thread's scopes that pinned it, still open
 
-void pin_worker(int cpu) {
-  if (worker_cpu != cpu && pin_calling_thread(cpu)) worker_cpu = cpu;
+// A worker LoopShare moved is pinned again, as is one pinned for another CPU.
+void pin_worker(PinnedTeam& team, int lane) {
+  const int cpu = team.cpu[lane];
+  if ((worker_cpu != cpu || team.lanes[lane].moved.exchange(false)) && pin_calling_thread(cpu)) worker_cpu = cpu;
+  pinned_team() = &team;
 }
 
 // A call that does not pin leaves its threads to the kernel, those an earlier call pinned included: every worker of
@@ -41,7 +46,10 @@ void release_workers() {
   cpu_set_t mask;
   if (team == 0 || sched_getaffinity(0, sizeof mask, &mask) != 0) return;
 #pragma omp parallel num_threads(team)
-  if (omp_get_thread_num() > 0 && sched_setaffinity(0, sizeof mask, &mask) == 0) worker_cpu = -1;
+  if (omp_get_thread_num() > 0) {
+    pinned_team() = nullptr;
+    if (sched_setaffinity(0, sizeof mask, &mask) == 0) worker_cpu = -1;
+  }
 }
 
 }  // namespace
@@ -73,10 +81,21 @@ bool ThreadScope::pin_team(int team, const std::vector<int>& pin) {
     if (!CPU_ISSET(cpu, &caller_mask_)) return false;
   if (!pin_calling_thread(pin[0])) return false;
   pinned_team_size = std::max(pinned_team_size, team);
+  // The team's CPUs for LoopShare, which a team too large to describe does without.
+  PinnedTeam& t = own_team();
+  const bool shared = team <= PinnedTeam::kMaxLanes;
+  t.size = shared ? team : 0;
+  for (int i = 0; i < t.size; ++i) t.cpu[i] = pin[static_cast<size_t>(i)];
+  if (shared) t.lanes[0].moved = false;  // pinned just now
+  outer_team_ = std::exchange(pinned_team(), shared ? &t : nullptr);
 #pragma omp parallel num_threads(team)
   {
     const int i = omp_get_thread_num();
-    if (i > 0 && i < team) pin_worker(pin[static_cast<size_t>(i)]);
+    if (i > 0 && i < team) {
+      const int cpu = pin[static_cast<size_t>(i)];
+      if (shared) pin_worker(t, i);
+      else if (worker_cpu != cpu && pin_calling_thread(cpu)) worker_cpu = cpu;
+    }
   }
   return true;
 }
@@ -84,6 +103,7 @@ bool ThreadScope::pin_team(int team, const std::vector<int>& pin) {
 ThreadScope::~ThreadScope() {
   if (pinned_) {
     sched_setaffinity(0, sizeof caller_mask_, &caller_mask_);
+    pinned_team() = outer_team_;
     --pinned_scopes;
   }
   if (threads_ > 0) omp_set_num_threads(previous_);

@@ -24,6 +24,8 @@ namespace onednn {
 // (OMP_PROC_BIND, OMP_PLACES, GOMP_CPU_AFFINITY or KMP_AFFINITY set).
 std::vector<int> cpus_to_pin(bool enabled);
 
+struct PinnedTeam;
+
 class ThreadScope {
  public:
   // `pin`: from cpus_to_pin; used when the call's thread count equals its size.
@@ -38,6 +40,7 @@ class ThreadScope {
   bool pin_team(int team, const std::vector<int>& pin);
 
   int threads_, previous_ = 0;
+  PinnedTeam* outer_team_ = nullptr;  // the team the caller was pinned for before the call, given back after
   bool pinned_ = false;
   cpu_set_t caller_mask_{};  // the calling thread's mask before the call, given back by the destructor
 };
