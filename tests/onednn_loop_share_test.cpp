@@ -1,7 +1,7 @@
 // The cpu backend's loops in a pinned team (plugins/onednn/loop_share.hpp): a thread that has finished its part of
 // a loop moves a thread still in it whose CPU time stands still onto its own CPU and sleeps until that one has
-// finished; the moved thread is back on its own CPU when its next loop begins; and outside a pinned team nothing
-// moves. A lane that sleeps stands in for one that waits while another process holds its CPU: its CPU time stands
+// finished; the moved thread is back on its own CPU when its next loop begins; and outside a pinned team (also once
+// a pinned scope has closed) nothing moves. A lane that sleeps stands in for one that waits while another process holds its CPU: its CPU time stands
 // still all the same.
 #include "../plugins/onednn/loop_share.hpp"
 #include "../plugins/onednn/thread_scope.hpp"
@@ -18,6 +18,7 @@
 #include <vector>
 
 using onednn::LoopShare;
+using onednn::LoopTicket;
 using onednn::ThreadScope;
 
 namespace {
@@ -46,21 +47,22 @@ double thread_cpu_seconds() {
 
 // What each lane saw in one loop of a two-thread team.
 struct LoopSeen {
-  std::vector<int> late_cpus_at_start, late_cpus_at_end;  // lane 1's mask as its part began, and as it ended
-  double first_cpu_seconds = 0;                          // lane 0's CPU time from its start to the barrier
+  std::vector<int> late_cpus_at_start, late_cpus_at_end;  // the late lane's mask as its part began, and as it ended
+  double first_cpu_seconds = 0;                          // the other lane's CPU time from its start to the barrier
 };
 
-// One loop of a two-thread team in which lane 0 has nothing to do but wait until lane 1 has looked at its CPUs, and
-// lane 1 then stands still for 30 ms.
-LoopSeen loop_with_a_late_lane() {
+// One loop of a two-thread team in which one lane has nothing to do but wait until the `late` one has looked at its
+// CPUs, and the late one then stands still for 30 ms.
+LoopSeen loop_with_a_late_lane(int late = 1) {
   LoopSeen seen;
   std::atomic<bool> looked{false};
+  const LoopTicket ticket;
 #pragma omp parallel num_threads(2)
   {
     const double start = thread_cpu_seconds();
     {
-      const LoopShare share;
-      if (omp_get_thread_num() == 1) {
+      const LoopShare share(ticket);
+      if (omp_get_thread_num() == late) {
         seen.late_cpus_at_start = cpus_of_this_thread();
         looked = true;
         std::this_thread::sleep_for(std::chrono::milliseconds(30));
@@ -69,15 +71,16 @@ LoopSeen loop_with_a_late_lane() {
         while (!looked) std::this_thread::yield();
       }
     }
-    if (omp_get_thread_num() == 0) seen.first_cpu_seconds = thread_cpu_seconds() - start;
+    if (omp_get_thread_num() != late) seen.first_cpu_seconds = thread_cpu_seconds() - start;
   }
   return seen;
 }
 
 // A loop in which both lanes take part at once: afterwards each lane knows the other's thread.
 void loop_of_two() {
+  const LoopTicket ticket;
 #pragma omp parallel num_threads(2)
-  { const LoopShare share; }
+  { const LoopShare share(ticket); }
 }
 
 class OnednnLoopShare : public ::testing::Test {
@@ -110,10 +113,21 @@ TEST_F(OnednnLoopShare, AFinishedThreadTakesAStalledOneOntoItsCpuAndSleepsUntilI
 }
 
 TEST_F(OnednnLoopShare, NothingMovesOutsideAPinnedTeam) {
-  ThreadScope scope(2);  // two threads, not pinned
-  const LoopSeen seen = loop_with_a_late_lane();
-  EXPECT_EQ(seen.late_cpus_at_start, seen.late_cpus_at_end);
-  EXPECT_EQ(seen.late_cpus_at_end.size(), 2u);
+  {
+    ThreadScope scope(2);  // two threads, not pinned
+    const LoopSeen seen = loop_with_a_late_lane();
+    EXPECT_EQ(seen.late_cpus_at_start, seen.late_cpus_at_end);
+    EXPECT_EQ(seen.late_cpus_at_end.size(), 2u);
+  }
+  {
+    ThreadScope pinned(2, two_);
+    loop_of_two();
+  }
+  // After a pinned scope has closed, its loops are no team's: a worker done first leaves the late calling thread
+  // where it was.
+  const LoopSeen after = loop_with_a_late_lane(/*late=*/0);
+  EXPECT_EQ(after.late_cpus_at_start, two_);
+  EXPECT_EQ(after.late_cpus_at_end, two_);
 }
 
 }  // namespace

@@ -37,9 +37,10 @@ void sum_in_order(const std::vector<dnnl::memory>& parts, const dnnl::memory& ta
   float* out = floats(target);
   constexpr int64_t kBlock = 4096;  // floats a thread sums at a time: a few pages, all parts' rows in L1/L2
   // The parts' addresses are read per block, not gathered first: a step allocates nothing.
+  const LoopTicket ticket;
 #pragma omp parallel num_threads(lanes) if (n > kBlock)  // a bias: no team for one block
   {
-    const LoopShare share;
+    const LoopShare share(ticket);
 #pragma omp for schedule(dynamic, 1) nowait
     for (int64_t start = 0; start < n; start += kBlock) {
       const int64_t end = std::min(n, start + kBlock);

@@ -38,11 +38,12 @@ md with_batch(const md& chunk, int64_t batch);
 template <class Body>
 void for_each_chunk(int64_t chunks, int lanes, const Body& body) {
   std::exception_ptr error;
+  const LoopTicket ticket;
 #pragma omp parallel num_threads(lanes)
   {
     omp_set_num_threads(1);  // a primitive inside runs on this thread alone, nested or not
     const int lane = omp_get_thread_num();
-    const LoopShare share;
+    const LoopShare share(ticket);
 #pragma omp for schedule(dynamic, 1) nowait
     for (int64_t c = 0; c < chunks; ++c) {
       try {

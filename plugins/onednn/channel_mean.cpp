@@ -88,9 +88,10 @@ void spread_item(const T* dmean, const ChannelRuns& r, T* dx, int64_t item) {
 template <class Item>
 void each_item(const ChannelRuns& r, Item&& item) {
   const int64_t items = r.examples * r.groups();
+  const LoopTicket ticket;
 #pragma omp parallel if (items * r.lanes * r.positions >= kMeanParallelMin)
   {
-    const LoopShare share;
+    const LoopShare share(ticket);
 #pragma omp for schedule(dynamic, kMeanItemsPerHandout) nowait
     for (int64_t i = 0; i < items; ++i) item(i);
   }

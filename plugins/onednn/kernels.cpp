@@ -63,18 +63,20 @@ void add_halves(uint16_t* dst, const uint16_t* src, size_t n) {
   const int64_t m = static_cast<int64_t>(n);
   static const bool avx512 = avx512_allowed();  // bf16 training runs only where AVX-512 is
   if (avx512) {
+    const LoopTicket ticket;
 #pragma omp parallel if (n >= kParallelMin)
     {
-      const LoopShare share;
+      const LoopShare share(ticket);
 #pragma omp for schedule(dynamic, 1) nowait
       for (int64_t at = 0; at < m; at += kElementsPerHandout)
         add_halves_avx512(dst + at, src + at, std::min<int64_t>(kElementsPerHandout, m - at));
     }
     return;
   }
+  const LoopTicket ticket;
 #pragma omp parallel if (n >= kParallelMin)
   {
-    const LoopShare share;
+    const LoopShare share(ticket);
 #pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
     for (int64_t i = 0; i < m; ++i) dst[i] = narrow(widen(dst[i]) + widen(src[i]));
   }
@@ -93,9 +95,10 @@ void dropout_halves(uint16_t* dst, const uint16_t* src, size_t n, float rate, ui
   const float scale = 1.0f / (1.0f - rate);
   const DropoutMask mask(rate, seed, salt);
   const int64_t m = static_cast<int64_t>(n);
+  const LoopTicket ticket;
 #pragma omp parallel if (n >= kParallelMin)
   {
-    const LoopShare share;
+    const LoopShare share(ticket);
 #pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
     for (int64_t i = 0; i < m; ++i) dst[i] = mask.keep(i) ? narrow(widen(src[i]) * scale) : uint16_t{0};
   }
@@ -110,9 +113,10 @@ void copy_floats(float* dst, const float* src, size_t n) {
 
 void add_floats(float* dst, const float* src, size_t n) {
   const int64_t m = static_cast<int64_t>(n);
+  const LoopTicket ticket;
 #pragma omp parallel if (n >= kParallelMin)
   {
-    const LoopShare share;
+    const LoopShare share(ticket);
 #pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
     for (int64_t i = 0; i < m; ++i) dst[i] += src[i];
   }
@@ -123,9 +127,10 @@ void add_floats(float* dst, const float* src, size_t n) {
 bool all_finite(const float* x, size_t n) {
   const int64_t m = static_cast<int64_t>(n);
   uint32_t bad = 0;
+  const LoopTicket ticket;
 #pragma omp parallel reduction(| : bad) if (n >= kParallelMin)
   {
-    const LoopShare share;
+    const LoopShare share(ticket);
 #pragma omp for schedule(dynamic, 1) nowait
     for (int64_t at = 0; at < m; at += kElementsPerHandout) {
       const int64_t end = std::min<int64_t>(m, at + kElementsPerHandout);
@@ -146,9 +151,10 @@ void dropout_apply(float* dst, const float* src, size_t n, float rate, uint64_t 
   const float scale = 1.0f / (1.0f - rate);
   const DropoutMask mask(rate, seed, salt);
   const int64_t m = static_cast<int64_t>(n);
+  const LoopTicket ticket;
 #pragma omp parallel if (n >= kParallelMin)
   {
-    const LoopShare share;
+    const LoopShare share(ticket);
 #pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
     for (int64_t i = 0; i < m; ++i) dst[i] = mask.keep(i) ? src[i] * scale : 0.0f;
   }
@@ -171,9 +177,10 @@ namespace {
 template <class Bits, class Widen>
 void clip_grad_to_both(const Bits* y, const Bits* dy, float lo, float hi, Bits* first, Bits* second, int64_t n,
                        Widen widen_y) {
+  const LoopTicket ticket;
 #pragma omp parallel if (n >= static_cast<int64_t>(kParallelMin))
   {
-    const LoopShare share;
+    const LoopShare share(ticket);
 #pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
     for (int64_t i = 0; i < n; ++i) {
       const float v = widen_y(y[i]);
@@ -203,16 +210,18 @@ void convert_memory(const dnnl::memory& dst, const dnnl::memory& src, bool accum
     const float* s = floats(src);
     const int64_t m = static_cast<int64_t>(half_count(dst));
     if (accumulate) {
+      const LoopTicket ticket;
 #pragma omp parallel if (m >= static_cast<int64_t>(kParallelMin))
       {
-        const LoopShare share;
+        const LoopShare share(ticket);
 #pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
         for (int64_t i = 0; i < m; ++i) d[i] = narrow(widen(d[i]) + s[i]);
       }
     } else {
+      const LoopTicket ticket;
 #pragma omp parallel if (m >= static_cast<int64_t>(kParallelMin))
       {
-        const LoopShare share;
+        const LoopShare share(ticket);
 #pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
         for (int64_t i = 0; i < m; ++i) d[i] = narrow(s[i]);
       }
@@ -223,16 +232,18 @@ void convert_memory(const dnnl::memory& dst, const dnnl::memory& src, bool accum
   const uint16_t* s = halves(src);
   const int64_t m = static_cast<int64_t>(float_count(dst));
   if (accumulate) {
+    const LoopTicket ticket;
 #pragma omp parallel if (m >= static_cast<int64_t>(kParallelMin))
     {
-      const LoopShare share;
+      const LoopShare share(ticket);
 #pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
       for (int64_t i = 0; i < m; ++i) d[i] += widen(s[i]);
     }
   } else {
+    const LoopTicket ticket;
 #pragma omp parallel if (m >= static_cast<int64_t>(kParallelMin))
     {
-      const LoopShare share;
+      const LoopShare share(ticket);
 #pragma omp for simd schedule(dynamic, kElementsPerHandout) nowait
       for (int64_t i = 0; i < m; ++i) d[i] = widen(s[i]);
     }

@@ -57,50 +57,56 @@ thread_local PinnedTeam* pinned_for = nullptr;
 PinnedTeam& own_team() { return started_team; }
 PinnedTeam*& pinned_team() { return pinned_for; }
 
-LoopShare::LoopShare() {
-  PinnedTeam* team = pinned_for;
+LoopTicket::LoopTicket() : team(pinned_for), loop(pinned_for ? ++pinned_for->loops : 0) {}
+
+LoopShare::LoopShare(const LoopTicket& ticket) {
+  PinnedTeam* team = ticket.team;
   if (team == nullptr || omp_get_level() != 1 || omp_get_num_threads() != team->size) return;
   team_ = team;
   lane_ = omp_get_thread_num();
+  loop_ = ticket.loop;
   PinnedTeam::Lane& me = team->lanes[lane_];
-  if (me.moved.exchange(false)) pin_to(0, team->cpu[lane_]);
   const pid_t tid = this_thread_id();
-  if (me.tid.load(std::memory_order_relaxed) != tid) {  // a lane's first loop, or a new thread in it
+  // A thread new to the lane started on its master's CPU.
+  const bool new_thread = me.tid.load(std::memory_order_relaxed) != tid;
+  if (me.moved.exchange(false) || new_thread) pin_to(0, team->cpu[lane_]);
+  if (new_thread) {
     clockid_t clock = CLOCK_THREAD_CPUTIME_ID;
     pthread_getcpuclockid(pthread_self(), &clock);
     me.clock.store(clock, std::memory_order_relaxed);
     me.tid.store(tid, std::memory_order_relaxed);
   }
-  me.begun.store(me.begun.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  me.entered.store(loop_, std::memory_order_release);  // the lane's tid and clock are this thread's from here
 }
 
 LoopShare::~LoopShare() {
   if (team_ == nullptr) return;
   PinnedTeam::Lane& me = team_->lanes[lane_];
-  const uint32_t loop = me.begun.load(std::memory_order_relaxed);
-  me.finished.store(loop);
+  me.finished.store(loop_);
   if (me.sleeper.exchange(false)) futex_wake(me.finished);
   for (int j = 0; j < team_->size; ++j)
-    if (j != lane_) wait_for(team_->lanes[j], loop);
+    if (j != lane_) wait_for(team_->lanes[j]);
 }
 
-void LoopShare::wait_for(PinnedTeam::Lane& other, uint32_t loop) const {
-  const pid_t tid = other.tid.load(std::memory_order_relaxed);
-  if (tid == 0) return;
-  const clockid_t clock = other.clock.load(std::memory_order_relaxed);
+void LoopShare::wait_for(PinnedTeam::Lane& other) const {
   const int64_t give_up = now_ns() + kGiveUpNs;
-  while (loop_before(other.finished.load(), loop)) {
-    const int64_t ran = clock_ns(clock), start = now_ns();
+  while (loop_before(other.finished.load(), loop_)) {
+    // Only a thread inside this loop is judged and moved: before it has entered, the lane's tid may still be a
+    // thread libgomp has since replaced.
+    const bool inside = other.entered.load(std::memory_order_acquire) == loop_;
+    const clockid_t clock = other.clock.load(std::memory_order_relaxed);
+    const int64_t ran = inside ? clock_ns(clock) : -1, start = now_ns();
     int64_t now = start;
-    while (loop_before(other.finished.load(std::memory_order_acquire), loop) && now - start < kWatchNs) {
+    while (loop_before(other.finished.load(std::memory_order_acquire), loop_) && now - start < kWatchNs) {
       for (int k = 0; k < 16; ++k) _mm_pause();
       now = now_ns();
     }
-    if (!loop_before(other.finished.load(), loop) || now > give_up) return;
-    if (ran >= 0 && clock_ns(clock) - ran >= kRunningNs) continue;  // it runs: watch on
+    if (!loop_before(other.finished.load(), loop_) || now > give_up) return;
+    if (ran < 0 || clock_ns(clock) - ran >= kRunningNs) continue;  // outside, or it runs: watch on
     // It waits for its CPU, and this one would idle at the barrier: bring it here, and sleep until it has finished.
-    if (!other.moved.exchange(true)) pin_to(tid, team_->cpu[lane_]);
-    for (uint32_t seen = other.finished.load(); loop_before(seen, loop) && now_ns() < give_up;
+    other.moved = true;
+    pin_to(other.tid.load(std::memory_order_relaxed), team_->cpu[lane_]);
+    for (uint32_t seen = other.finished.load(); loop_before(seen, loop_) && now_ns() < give_up;
          seen = other.finished.load()) {
       other.sleeper.store(true);
       futex_wait(other.finished, seen);  // returns at once where `finished` moved past `seen` meanwhile

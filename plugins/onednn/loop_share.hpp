@@ -28,37 +28,55 @@ struct PinnedTeam {
   struct Lane {
     std::atomic<pid_t> tid{0};        // the lane's thread, for sched_setaffinity from the other lanes
     std::atomic<clockid_t> clock{0};  // its CPU-time clock
-    // LoopShare loops this lane entered and left. Every lane of a team enters the same loops, so the counts agree
-    // (they may wrap); where they did not, a lane would only wait for another a little longer than it needs to.
-    std::atomic<uint32_t> begun{0}, finished{0};
+    // The last loop the lane's thread entered (its tid and clock are then its own) and the last it finished.
+    std::atomic<uint32_t> entered{0}, finished{0};
     std::atomic<bool> sleeper{false};  // a lane sleeps on `finished`: wake it when it changes
     std::atomic<bool> moved{false};    // moved onto another lane's CPU; pinned back at its next loop
   };
   int size = 0;
   int cpu[kMaxLanes] = {};  // each lane's own CPU
+  uint32_t loops = 0;       // loops numbered so far (LoopTicket), by the thread that starts the team's regions
   Lane lanes[kMaxLanes];
 };
 
 // The team the calling thread starts (its own, for as long as the thread lives).
 PinnedTeam& own_team();
-// The team the calling thread is pinned for now (its own, or its master's as a worker); null when it is not.
+// The team the calling thread starts and has pinned now; null outside a ThreadScope that pinned.
 PinnedTeam*& pinned_team();
 
+// A loop's team and number, taken by the thread that starts the parallel region, just before it, and handed by
+// every thread of the region to its LoopShare: so the threads agree on both, whatever libgomp did to its pool in
+// between (it replaces the workers beyond a smaller team's size).
+struct LoopTicket {
+  LoopTicket();
+  PinnedTeam* team;  // null where the caller has not pinned a team
+  uint32_t loop;
+};
+
 // One thread's part in one of our parallel loops: made by every thread of the region first thing in it, and ended
-// after the thread's last item of the loop (a `nowait` loop), before the region's barrier. Outside a region of a
-// pinned team at its full size (not pinned, nested, a smaller team) it does nothing.
+// after the thread's last item of the loop (a `nowait` loop), before the region's barrier. Outside a region of the
+// ticket's team at its full size (not pinned, nested, a smaller team) it does nothing.
+//
+//   const LoopTicket ticket;
+//   #pragma omp parallel
+//   {
+//     const LoopShare share(ticket);
+//   #pragma omp for schedule(dynamic, 1) nowait
+//     for (...) ...
+//   }
 class LoopShare {
  public:
-  LoopShare();
+  explicit LoopShare(const LoopTicket& ticket);
   ~LoopShare();
   LoopShare(const LoopShare&) = delete;
   LoopShare& operator=(const LoopShare&) = delete;
 
  private:
-  void wait_for(PinnedTeam::Lane& other, uint32_t loop) const;
+  void wait_for(PinnedTeam::Lane& other) const;
 
   PinnedTeam* team_ = nullptr;  // null where this does nothing
   int lane_ = 0;
+  uint32_t loop_ = 0;
 };
 
 }  // namespace onednn

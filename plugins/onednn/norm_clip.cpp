@@ -137,9 +137,10 @@ constexpr int kRunsPerHandout = 4;
 template <class Run>
 void for_each_run(const ChannelRuns& r, bool reverse, Run run) {
   const int64_t groups = r.groups(), total = groups * r.examples;
+  const LoopTicket ticket;
 #pragma omp parallel if (parallel(r))
   {
-    const LoopShare share;
+    const LoopShare share(ticket);
 #pragma omp for schedule(dynamic, kRunsPerHandout) nowait
     for (int64_t i = 0; i < total; ++i) {
       const int64_t j = reverse ? total - 1 - i : i;

@@ -30,10 +30,11 @@ class FlushSubnormals {
 // body(i) for i in [0, n), on the plan's threads for large n, in vectors, with subnormals flushed.
 template <class Body>
 void each_element(int64_t n, Body body) {
+  const LoopTicket ticket;
 #pragma omp parallel if (n >= kParallelMin)
   {
     FlushSubnormals flush;
-    const LoopShare share;
+    const LoopShare share(ticket);
 #pragma omp for simd nowait
     for (int64_t i = 0; i < n; ++i) body(i);
   }
@@ -111,10 +112,11 @@ void adam_step(const AdamStep k, float* w, const float* grad, float* m, float* v
 #pragma GCC push_options
 #pragma GCC target("avx512f")
 void adam_step_avx512(const AdamStep k, float* w, const float* grad, float* m, float* v, int64_t n) {
+  const LoopTicket ticket;
 #pragma omp parallel if (n >= kParallelMin)
   {
     FlushSubnormals flush;
-    const LoopShare share;
+    const LoopShare share(ticket);
 #pragma omp for simd nowait
     for (int64_t i = 0; i < n; ++i) adam_element(k, w, grad, m, v, i);
   }

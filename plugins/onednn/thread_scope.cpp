@@ -25,17 +25,18 @@ bool pin_calling_thread(int cpu) {
 }
 
 // An OpenMP worker outlives the call, so it is pinned once and stays on its CPU while calls keep pinning (libgomp
-// hands a pool's threads the same numbers each time, and keeps them when a smaller team runs in between).
+// hands a pool's threads the same numbers each time). A smaller team of two or more in between (a oneDNN primitive
+// may run one) makes the workers beyond it exit; their replacements start on the pinned caller's CPU, and are
+// pinned at the next call, or by LoopShare at their first loop.
 // libgomp keeps a pool of workers for each thread that starts teams; these count per such thread.
 thread_local int worker_cpu = -1;       // the CPU this worker was pinned to, or -1
 thread_local int pinned_team_size = 0;  // the largest team of this thread's pool pinned now; 0 when none is
 thread_local int pinned_scopes = 0;     // this thread's scopes that pinned it, still open
 
-// A worker LoopShare moved is pinned again, as is one pinned for another CPU.
-void pin_worker(PinnedTeam& team, int lane) {
-  const int cpu = team.cpu[lane];
-  if ((worker_cpu != cpu || team.lanes[lane].moved.exchange(false)) && pin_calling_thread(cpu)) worker_cpu = cpu;
-  pinned_team() = &team;
+// `moved`: LoopShare moved this worker onto another lane's CPU (null where the team has no PinnedTeam).
+void pin_worker(int cpu, std::atomic<bool>* moved) {
+  const bool was_moved = moved != nullptr && moved->exchange(false);
+  if ((worker_cpu != cpu || was_moved) && pin_calling_thread(cpu)) worker_cpu = cpu;
 }
 
 // A call that does not pin leaves its threads to the kernel, those an earlier call pinned included: every worker of
@@ -46,10 +47,7 @@ void release_workers() {
   cpu_set_t mask;
   if (team == 0 || sched_getaffinity(0, sizeof mask, &mask) != 0) return;
 #pragma omp parallel num_threads(team)
-  if (omp_get_thread_num() > 0) {
-    pinned_team() = nullptr;
-    if (sched_setaffinity(0, sizeof mask, &mask) == 0) worker_cpu = -1;
-  }
+  if (omp_get_thread_num() > 0 && sched_setaffinity(0, sizeof mask, &mask) == 0) worker_cpu = -1;
 }
 
 }  // namespace
@@ -91,11 +89,7 @@ bool ThreadScope::pin_team(int team, const std::vector<int>& pin) {
 #pragma omp parallel num_threads(team)
   {
     const int i = omp_get_thread_num();
-    if (i > 0 && i < team) {
-      const int cpu = pin[static_cast<size_t>(i)];
-      if (shared) pin_worker(t, i);
-      else if (worker_cpu != cpu && pin_calling_thread(cpu)) worker_cpu = cpu;
-    }
+    if (i > 0 && i < team) pin_worker(pin[static_cast<size_t>(i)], shared ? &t.lanes[i].moved : nullptr);
   }
   return true;
 }
