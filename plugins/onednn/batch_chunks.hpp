@@ -33,7 +33,8 @@ bool batch_outermost(const md& desc);
 md with_batch(const md& chunk, int64_t batch);
 
 // Runs body(chunk, lane) for chunk = 0 .. chunks - 1 on `lanes` threads (lane: the running thread's index, below
-// `lanes`), handing out chunks as threads come free. Layers' own parallel loops inside run on that thread alone.
+// `lanes`), handing out chunks as threads come free; a thread done early takes a teammate that waits for its CPU onto
+// its own (loop_share.hpp). Layers' own parallel loops inside run on that thread alone.
 // An exception from any chunk is rethrown once every thread has stopped.
 template <class Body>
 void for_each_chunk(int64_t chunks, int lanes, const Body& body) {

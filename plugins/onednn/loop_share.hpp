@@ -5,8 +5,9 @@
 // vCPUs sat idle 14 % of the bench's ResNet training time, and a loop ended only when the busy process gave the
 // late thread its CPU back. So a thread that has taken its last item watches the threads still in the loop: one
 // whose CPU time stands still while it has not finished is moved onto this thread's CPU, and this thread sleeps
-// until it has finished. Measured on the 2-vCPU Xeon, ResNet fp32 beside one busy process: 697 -> 792 samples/s
-// (docs/benchmarks.md, issue 14); quiet, no loss.
+// until it has finished. Measured on the 2-vCPU Xeon, ResNet fp32 beside one busy process: 676 -> 726 samples/s
+// over three pairs, and the bench's share of the quiet speed kept under load 0.556 -> 0.615 (docs/benchmarks.md,
+// issue 14); quiet, no loss.
 //
 // What a thread computes does not change, only where it runs. A moved thread goes back to its own CPU when its
 // next loop begins or a ThreadScope pins the team again. (Sending it back as soon as it had finished was slower:
