@@ -5,6 +5,7 @@
 // still all the same.
 #include "../plugins/onednn/loop_share.hpp"
 #include "../plugins/onednn/thread_scope.hpp"
+#include "cpu_masks.hpp"
 
 #include <gtest/gtest.h>
 
@@ -20,24 +21,10 @@
 using onednn::LoopShare;
 using onednn::LoopTicket;
 using onednn::ThreadScope;
+using ramjet::test::cpus_of;
+using ramjet::test::keep_to;
 
 namespace {
-
-std::vector<int> cpus_of_this_thread() {
-  cpu_set_t mask;
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof mask, &mask) != 0) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &mask)) cpus.push_back(cpu);
-  return cpus;
-}
-
-void keep_to(const std::vector<int>& cpus) {
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  for (int cpu : cpus) CPU_SET(cpu, &mask);
-  ASSERT_EQ(sched_setaffinity(0, sizeof mask, &mask), 0);
-}
 
 double thread_cpu_seconds() {
   timespec t{};
@@ -63,10 +50,10 @@ LoopSeen loop_with_a_late_lane(int late = 1) {
     {
       const LoopShare share(ticket);
       if (omp_get_thread_num() == late) {
-        seen.late_cpus_at_start = cpus_of_this_thread();
+        seen.late_cpus_at_start = cpus_of(0);
         looked = true;
         std::this_thread::sleep_for(std::chrono::milliseconds(30));
-        seen.late_cpus_at_end = cpus_of_this_thread();
+        seen.late_cpus_at_end = cpus_of(0);
       } else {
         while (!looked) std::this_thread::yield();
       }
@@ -83,21 +70,7 @@ void loop_of_two() {
   { const LoopShare share(ticket); }
 }
 
-class OnednnLoopShare : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const std::vector<int> all = cpus_of_this_thread();
-    if (all.size() < 2) GTEST_SKIP() << "needs a process that may run on two CPUs; this one may run on " << all.size();
-    original_ = all;
-    two_ = {all[0], all[1]};
-    keep_to(two_);
-  }
-  void TearDown() override {
-    if (!original_.empty()) keep_to(original_);
-  }
-
-  std::vector<int> original_, two_;
-};
+class OnednnLoopShare : public ramjet::test::OnTwoCpus {};
 
 TEST_F(OnednnLoopShare, AFinishedThreadTakesAStalledOneOntoItsCpuAndSleepsUntilItHasFinished) {
   ThreadScope scope(2, two_);

@@ -2,6 +2,7 @@
 // which CPUs the calling thread and the process's other threads may run on while a forward runs, and after.
 #include "onednn_harness.hpp"
 #include "onednn_models.hpp"
+#include "cpu_masks.hpp"
 
 #include <gtest/gtest.h>
 
@@ -18,24 +19,10 @@
 
 using namespace ramjet::core;
 using namespace ramjet::test::cpu_backend;
+using ramjet::test::cpus_of;
+using ramjet::test::keep_to;
 
 namespace {
-
-std::vector<int> cpus_of(pid_t tid) {
-  cpu_set_t mask;
-  std::vector<int> cpus;
-  if (sched_getaffinity(tid, sizeof mask, &mask) != 0) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &mask)) cpus.push_back(cpu);
-  return cpus;
-}
-
-void set_cpus(const std::vector<int>& cpus) {
-  cpu_set_t mask;
-  CPU_ZERO(&mask);
-  for (int cpu : cpus) CPU_SET(cpu, &mask);
-  ASSERT_EQ(sched_setaffinity(0, sizeof mask, &mask), 0);
-}
 
 // What a tap saw during the forward: the calling thread's CPUs, and every one-CPU mask of the process's threads.
 struct Seen {
@@ -59,19 +46,8 @@ ramjet_status look(void* user, const char*, const DLTensor*, ramjet_error*) {
 
 // A forward of the small CNN with a tap on its logits; `config` is the backend's. The test thread first keeps
 // to two CPUs, so the backend sees a two-CPU machine whatever this one has.
-class OnednnPinning : public ::testing::Test {
+class OnednnPinning : public ramjet::test::OnTwoCpus {
  protected:
-  void SetUp() override {
-    const std::vector<int> all = cpus_of(0);
-    if (all.size() < 2) GTEST_SKIP() << "needs a process that may run on two CPUs; this one may run on " << all.size();
-    original_ = all;
-    two_ = {all[0], all[1]};
-    set_cpus(two_);
-  }
-  void TearDown() override {
-    if (!original_.empty()) set_cpus(original_);
-  }
-
   Seen forward_with(const json& config) {
     Seen seen;
     Harness h(config);
@@ -86,7 +62,7 @@ class OnednnPinning : public ::testing::Test {
     return seen;
   }
 
-  std::vector<int> original_, two_, after_;
+  std::vector<int> after_;
 };
 
 }  // namespace
